@@ -1,0 +1,188 @@
+"""The device in scope: one lookup that every rule uses to say "the right device here".
+
+- training code and module level: the shared variable (``device``), or a ``device``
+  parameter / local definition of the enclosing function;
+- inside an ``nn.Module`` method: the device of a tensor argument (``x.device``), an
+  existing ``self.device``, else ``next(self.parameters()).device``; never the module
+  global, which breaks DataParallel replicas and reuse of the module elsewhere;
+- in Dataset methods and collate functions: no device at all (returns None), as
+  does ``__init__`` of a model (a tensor built there belongs in a buffer instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import libcst as cst
+
+from .tree import walk
+from .names import dotted, qualified_names
+from .scopes import ClassFacts, Place, ScopeKind, enclosing_place
+
+CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
+# Parameters of forward() that are seldom a tensor: containers and configuration.
+_NON_TENSOR_PARAMS = frozenset({"batch", "data", "inputs_dict", "kwargs", "config", "mask_dict"})
+DEVICE_LIKE_NAMES = frozenset({"device", "dev", "DEVICE", "torch_device", "DEV"})
+
+
+def cuda_string(node: cst.CSTNode) -> str | None:
+    """The value of a ``"cuda"`` / ``"cuda:0"`` literal, else None. Other GPUs are deliberate."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, str) and value in CUDA_STRINGS:
+            return value
+    return None
+
+
+def is_torch_device_call(metadata: Mapping, node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and "torch.device" in qualified_names(metadata, node.func)
+
+
+def hardcoded_cuda(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")`` or ``torch.device("cuda", 0)``."""
+    if cuda_string(node):
+        return True
+    if is_torch_device_call(metadata, node):
+        args = node.args  # type: ignore[attr-defined]
+        if len(args) == 1 and cuda_string(args[0].value):
+            return True
+        if (len(args) == 2 and isinstance(args[0].value, cst.SimpleString)
+                and args[0].value.evaluated_value == "cuda"
+                and isinstance(args[1].value, cst.Integer) and args[1].value.value == "0"):
+            return True
+    return False
+
+
+def is_device_definition(metadata: Mapping, name: str, value: cst.BaseExpression) -> bool:
+    """Does ``name = value`` define a device? Shapes seen in real code, any variable name."""
+    if is_torch_device_call(metadata, value):
+        return True
+    if cuda_string(value) or _string_device_choice(value):
+        return True
+    for node in walk(value):
+        if isinstance(node, cst.Call) and any(
+                q.startswith("torch.accelerator.") for q in qualified_names(metadata, node.func)):
+            return True
+    return name in DEVICE_LIKE_NAMES and not isinstance(value, (cst.Integer, cst.Float, cst.Name))
+
+
+def _string_device_choice(value: cst.BaseExpression) -> bool:
+    """``"cuda" if cond else "cpu"`` (also nested): a device chosen as a string."""
+    if isinstance(value, cst.IfExp):
+        branches = (value.body, value.orelse)
+        return any(cuda_string(b) or _string_device_choice(b) for b in branches) and all(
+            isinstance(b, (cst.SimpleString, cst.IfExp)) for b in branches)
+    return False
+
+
+
+@dataclass(frozen=True)
+class DeviceDefinition:
+    name: str
+    statement: cst.SimpleStatementLine
+    assign: cst.Assign
+
+
+def module_device_definitions(module: cst.Module, metadata: Mapping) -> list[DeviceDefinition]:
+    """Device definitions at module level (also inside ``if``/``try``/``with`` blocks there)."""
+    found: list[DeviceDefinition] = []
+    for stmt in _module_level(module.body):
+        for small in stmt.body:
+            if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)):
+                name = small.targets[0].target.value
+                if is_device_definition(metadata, name, small.value):
+                    found.append(DeviceDefinition(name, stmt, small))
+    return found
+
+
+def _module_level(body):
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt
+        elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+            yield from _module_level(stmt.body.body)
+            orelse = getattr(stmt, "orelse", None)
+            if isinstance(orelse, cst.Else):
+                yield from _module_level(orelse.body.body)
+
+
+def shared_device_name(definitions: list[DeviceDefinition], default: str) -> str:
+    """Reuse the file's own device variable when it has one; else the configured name."""
+    for definition in definitions:
+        if definition.name == default:
+            return default
+    return definitions[0].name if definitions else default
+
+
+class DeviceLookup:
+    """Answers "which device expression belongs at this node?" for every rule."""
+
+    def __init__(self, metadata: Mapping, facts: ClassFacts, shared_name: str) -> None:
+        self.metadata = metadata
+        self.facts = facts
+        self.shared_name = shared_name
+
+    def place(self, node: cst.CSTNode) -> Place:
+        return enclosing_place(self.metadata, node, self.facts)
+
+    def expression_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """The device expression to use at ``node`` (an original node), or None: leave it."""
+        place = self.place(node)
+        if place.kind in (ScopeKind.DATA_METHOD, ScopeKind.DATA_CALLBACK):
+            return None
+        if place.kind is ScopeKind.MODEL_METHOD:
+            return self._model_device(place)
+        if place.kind is ScopeKind.OTHER_METHOD:
+            return None  # unknown objects: no safe guess
+        if place.function is not None:
+            local = self._function_device_name(place.function)
+            if local:
+                return cst.Name(local)
+        return cst.Name(self.shared_name)
+
+    def _function_device_name(self, function: cst.FunctionDef) -> str | None:
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value in DEVICE_LIKE_NAMES or param.name.value == self.shared_name:
+                return param.name.value
+        return None
+
+    def _model_device(self, place: Place) -> cst.BaseExpression | None:
+        function = place.function
+        assert function is not None and place.klass is not None
+        if function.name.value == "__init__":
+            return None
+        tensor_param = self._tensor_parameter(function)
+        if tensor_param:
+            return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
+        if _class_has_device_attribute(place.klass):
+            return cst.parse_expression("self.device")
+        return cst.parse_expression("next(self.parameters()).device")
+
+    @staticmethod
+    def _tensor_parameter(function: cst.FunctionDef) -> str | None:
+        """forward's first input, or any parameter annotated as a Tensor."""
+        params = [p for p in function.params.params if p.name.value not in ("self", "cls")]
+        for param in params:
+            annotation = dotted(param.annotation.annotation) if param.annotation else None
+            if annotation and annotation.rsplit(".", 1)[-1] == "Tensor":
+                return param.name.value
+        if function.name.value == "forward" and params:
+            first = params[0]
+            if first.default is None and first.annotation is None and first.name.value not in _NON_TENSOR_PARAMS:
+                return first.name.value
+        return None
+
+
+def _class_has_device_attribute(klass: cst.ClassDef) -> bool:
+    """``self.device = ...`` in a method, or a ``device`` property (lucidrains' style)."""
+    for node in walk(klass.body):
+        if isinstance(node, cst.FunctionDef) and node.name.value == "device" and any(
+                dotted(d.decorator) == "property" for d in node.decorators):
+            return True
+        if isinstance(node, (cst.Assign,)) and any(
+                dotted(t.target) == "self.device" for t in node.targets):
+            return True
+    return False

@@ -1,0 +1,57 @@
+"""Small syntax-tree helpers shared by the analysis and the rules."""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under ``node`` (itself included), in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def ancestors(metadata: Mapping, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    parents = metadata[ParentNodeProvider]
+    current = parents.get(node)
+    while current is not None:
+        yield current
+        current = parents.get(current)
+
+
+def statement_of(metadata: Mapping, node: cst.CSTNode) -> cst.BaseStatement | None:
+    """The innermost statement (simple line or compound) containing ``node``."""
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return parent
+    return None
+
+
+def top_level_statement(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The module-level statement containing ``node``."""
+    previous = node
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, cst.Module):
+            return previous
+        previous = parent
+    return None
+
+
+def runs_later(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """True inside a function or lambda body: the code runs when called, not at import."""
+    child = node
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda)) and child is parent.body:
+            return True
+        child = parent
+    return False
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

@@ -1,0 +1,186 @@
+"""The `devmod` command line.
+
+Exit codes are a contract for CI and bots: 0 done, 1 `--check` found something,
+2 a file could not be processed or the command line was wrong (3 is `verify`'s
+device error).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+import click
+
+from . import __version__
+from .config import DEVICE_STYLES, Config, ConfigError, find_pyproject, load_config, validate_codes
+from .discovery import iter_python_files
+from .driver import FileReport, process_files
+from .rules import all_rules
+from .catalogue import explain_rule, rules_table
+
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    raw = [c for item in value for c in item.split(",") if c.strip()]
+    try:
+        return tuple(validate_codes(raw, [r.CODE for r in all_rules()], f"--{param.name}"))
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).split(": ", 1)[-1]) from exc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="devmod")
+def main() -> None:
+    """devmod puts every PyTorch tensor, model and batch on one shared device.
+
+    \b
+      devmod apply --diff src/    review what would change (nothing is written)
+      devmod apply src/           rewrite the files in place
+      devmod apply --check src/   for CI: exit 1 when anything would change
+      devmod verify train.py      run a script on a GPU, or a simulated one
+      devmod rules                list the rules; `devmod rules DM103` explains one
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=True, file_okay=True))
+@click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff to stdout; write nothing.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change or a finding remains.")
+@click.option("--unsafe-fixes", is_flag=True, default=None,
+              help="Also apply fixes that change behaviour a reviewer must accept (state_dict keys, ...).")
+@click.option("--select", multiple=True, callback=_codes, metavar="CODES",
+              help="Only these rule codes or prefixes (DM1, DM103); repeat or comma-separate.")
+@click.option("--ignore", multiple=True, callback=_codes, metavar="CODES", help="Skip these rule codes or prefixes.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files and folders matching GLOB.")
+@click.option("--device-name", metavar="NAME", help="Name of the shared device variable (default: device).")
+@click.option("--device-style", type=click.Choice(DEVICE_STYLES),
+              help="How the shared device is chosen: cuda (default), cuda-mps, accelerator.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text",
+              show_default=True, help="How findings are printed (json and github for bots and CI).")
+@click.option("-v", "--verbose", is_flag=True, help="Also list every fix applied.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
+def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
+          select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
+          device_name: str | None, device_style: str | None, jobs: int | None, output_format: str,
+          verbose: bool, quiet: bool) -> None:
+    """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
+
+    Folders are searched for *.py, skipping .git, virtual environments, __pycache__,
+    build/, dist/ and what .gitignore excludes. Files that do not use torch are never
+    touched. Settings come from [tool.devmod] in the nearest pyproject.toml;
+    flags override them.
+
+    \b
+    Exit status: 0 done; 1 --check found changes or unfixed findings;
+    2 a file could not be processed (named on stderr with line and reason)
+    or the command line was wrong.
+    """
+    if show_diff and check:
+        raise click.UsageError("--diff and --check cannot be combined; --check already writes nothing")
+    if device_name is not None and not device_name.isidentifier():
+        raise click.BadParameter(f"{device_name!r} is not a Python identifier", param_hint="--device-name")
+    try:
+        config = load_config(find_pyproject(paths), [r.CODE for r in all_rules()])
+    except ConfigError as exc:
+        click.echo(f"devmod: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    config = config.with_overrides(select=select or None, ignore=(config.ignore + ignore) if ignore else None,
+                                   exclude=(config.exclude + exclude) if exclude else None,
+                                   unsafe_fixes=unsafe_fixes, device_name=device_name, device_style=device_style)
+    mode = "diff" if show_diff else "check" if check else "write"
+    files = list(iter_python_files(paths, config.exclude))
+    reports = list(process_files(files, config, mode, jobs))
+    _print_reports(reports, mode, output_format, verbose, quiet)
+    errors = sum(1 for r in reports if r.error)
+    if errors:
+        sys.exit(EXIT_ERROR)
+    if check and any(r.changed or r.open_findings for r in reports):
+        sys.exit(EXIT_FOUND)
+
+
+def _print_reports(reports: list[FileReport], mode: str, output_format: str, verbose: bool, quiet: bool) -> None:
+    if output_format == "json":
+        click.echo(json.dumps([_as_json(r) for r in reports], indent=2))
+    for report in reports:
+        if report.error:
+            line, column, reason = report.error.split(":", 2)
+            click.echo(f"{report.path}:{line}:{column}: error: {reason.strip()}", err=True)
+        if output_format == "json":
+            continue
+        if report.diff:
+            _echo_diff(report.diff)
+        if quiet:
+            continue
+        for finding in report.findings:
+            if finding.fixed and not verbose:
+                continue
+            if output_format == "github" and not finding.fixed:
+                click.echo(f"::warning file={report.path},line={finding.line},col={finding.column},"
+                           f"title={finding.code}::{finding.message}")
+            else:
+                click.echo(finding.format(report.path), err=True)
+        if mode == "check" and report.changed:
+            click.echo(f"would rewrite {report.path}", err=True)
+    if not quiet:
+        click.echo(_summary(reports, mode), err=True)
+
+
+def _echo_diff(diff: str) -> None:
+    for line in diff.splitlines(keepends=True):
+        colour = "green" if line.startswith("+") and not line.startswith("+++") else \
+            "red" if line.startswith("-") and not line.startswith("---") else \
+            "cyan" if line.startswith("@@") else None
+        click.echo(click.style(line, fg=colour) if colour else line, nl=False)
+
+
+def _summary(reports: list[FileReport], mode: str) -> str:
+    fixes: Counter = Counter()
+    for report in reports:
+        fixes.update(report.fix_counts)
+    changed = sum(1 for r in reports if r.changed)
+    open_findings = sum(len(r.open_findings) for r in reports)
+    errors = sum(1 for r in reports if r.error)
+    verb = "changed" if mode == "write" else "would change"
+    by_rule = ", ".join(f"{code} {n}" for code, n in sorted(fixes.items()))
+    return (f"devmod: {len(reports)} files scanned, {changed} {verb}, {sum(fixes.values())} fixes"
+            f"{' (' + by_rule + ')' if by_rule else ''}, {open_findings} findings not fixed, "
+            f"{errors} error{'s' if errors != 1 else ''}")
+
+
+def _as_json(report: FileReport) -> dict:
+    return {"path": report.path, "changed": report.changed, "error": report.error,
+            "findings": [dict(code=f.code, name=f.name, line=f.line, column=f.column, message=f.message,
+                              fixed=f.fixed, safety=f.safety, replacement=f.replacement)
+                         for f in report.findings]}
+
+
+@main.command()
+@click.argument("code", required=False)
+def rules(code: str | None) -> None:
+    """List every rule, or explain one (`devmod rules DM103`)."""
+    if code is None:
+        click.echo(rules_table())
+        return
+    text = explain_rule(code)
+    if text is None:
+        click.echo(f"devmod: error: unknown rule {code!r}; `devmod rules` lists them", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(text)
+
+
+def _register_verify() -> None:
+    try:
+        from .verify.command import verify
+    except ImportError:  # pragma: no cover - verify is part of the package
+        return
+    main.add_command(verify)
+
+
+_register_verify()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

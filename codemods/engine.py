@@ -1,0 +1,137 @@
+"""The one engine behind `devmod apply`, `--diff`, `--check`, `verify --compare` and bots.
+
+For one file: skip it unless it mentions torch, parse once, run the enabled rules
+in order, repeat until a pass changes nothing (so nested fixes land and a second
+run is a no-op), re-parse the output, and only then hand it back.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.metadata import MetadataWrapper
+
+from .config import Config
+from .rules import all_rules
+from .rules.base import STATE_KEY, Finding, Rule, RunState
+from .suppression import read_suppressions
+
+MAX_PASSES = 5
+SHARED_DEVICE_CODE = "DM101"  # runs whenever another rule needs the shared variable
+
+
+class SourceError(Exception):
+    """The file cannot be processed; ``line`` and ``column`` point at the cause (1-based)."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+@dataclass
+class TransformResult:
+    source: str
+    output: str
+    findings: list[Finding] = field(default_factory=list)
+    skipped: str | None = None  # why the file was not looked at
+
+    @property
+    def changed(self) -> bool:
+        return self.output != self.source
+
+    @property
+    def fix_counts(self) -> Counter:
+        return Counter(f.code for f in self.findings if f.fixed)
+
+    @property
+    def open_findings(self) -> list[Finding]:
+        return [f for f in self.findings if not f.fixed]
+
+
+def mentions_torch(source: str) -> bool:
+    return "torch" in source
+
+
+def active_rules(config: Config, rules: Sequence[type[Rule]] | None = None) -> list[type[Rule]]:
+    chosen = [r for r in (rules or all_rules()) if config.enabled(r.CODE)]
+    return _with_shared_device(chosen)
+
+
+def _with_shared_device(rules: list[type[Rule]]) -> list[type[Rule]]:
+    shared = [r for r in all_rules() if r.CODE == SHARED_DEVICE_CODE]
+    if rules and shared and shared[0] not in rules:
+        rules = sorted([*rules, shared[0]], key=lambda r: (r.ORDER, r.CODE))
+    return rules
+
+
+def transform_source(source: str, path: str = "<string>", config: Config | None = None,
+                     rules: Sequence[type[Rule]] | None = None) -> TransformResult:
+    """Rewrite ``source``; raises SourceError when it cannot be parsed or the rewrite is broken."""
+    config = config or Config()
+    suppressions = read_suppressions(source)
+    if suppressions.skip_file:
+        return TransformResult(source, source, skipped="devmod: skip-file")
+    if not mentions_torch(source):
+        return TransformResult(source, source, skipped="does not use torch")
+    module = parse(source)
+    chosen = active_rules(config, rules)
+    chosen = [r for r in chosen if _triggered(r, source)]
+    module, findings = _run_passes(module, chosen, config, suppressions)
+    output = module.code
+    if output != source:
+        try:
+            cst.parse_module(output)
+        except cst.ParserSyntaxError as exc:  # a rule bug: never write it
+            raise SourceError(f"internal error: the rewrite does not parse ({exc.message}); "
+                              "file left unchanged, please report this") from exc
+    return TransformResult(source, output, findings)
+
+
+def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], config: Config) -> cst.Module:
+    """For libcst's own codemod runner: the same passes on an already parsed module."""
+    chosen = _with_shared_device(list(rules))
+    module, _ = _run_passes(module, chosen, config, read_suppressions(module.code))
+    return module
+
+
+def _triggered(rule: type[Rule], source: str) -> bool:
+    return rule.CODE == SHARED_DEVICE_CODE or not rule.TRIGGERS or any(t in source for t in rule.TRIGGERS)
+
+
+def parse(source: str) -> cst.Module:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        reason = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
+        raise SourceError(f"cannot parse: {reason}", exc.raw_line, exc.raw_column + 1) from exc
+    except (RecursionError, ValueError) as exc:  # pathological nesting, odd bytes
+        raise SourceError(f"cannot parse: {exc}") from exc
+
+
+def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
+                suppressions) -> tuple[cst.Module, list[Finding]]:
+    rules = list(rules)
+    fixed: list[Finding] = []
+    for _ in range(MAX_PASSES):
+        state = RunState(config=config, suppressions=suppressions)
+        context = CodemodContext(scratch={STATE_KEY: state})
+        wrapper: MetadataWrapper | None = None
+        pass_changed = False
+        for rule_cls in rules:
+            state.changed = False
+            if wrapper is None:
+                wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+            result = wrapper.visit(rule_cls(context))
+            if state.changed:
+                module, wrapper, pass_changed = result, None, True
+        fixed.extend(f for f in state.findings if f.fixed)
+        if not pass_changed:
+            return module, fixed + [f for f in state.findings if not f.fixed]
+        if suppressions.by_line:  # line numbers moved: read the comments again
+            suppressions = read_suppressions(module.code)
+    raise SourceError(f"internal error: rules did not settle after {MAX_PASSES} passes; "
+                      "file left unchanged, please report this")

@@ -1,0 +1,160 @@
+"""What every rule is: a libcst codemod command with a code, a docstring and tested examples.
+
+A rule never decides on its own whether a line is suppressed, whether an unsafe fix
+may be applied, or which device to use: it asks this base class (``fix``, ``report``,
+``device_for``), which asks the engine's shared state. That keeps suppression,
+safety and device lookup in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+import libcst as cst
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+
+from ..analysis.devices import DeviceLookup, module_device_definitions, shared_device_name
+from ..analysis.names import torch_module_alias
+from ..analysis.tree import walk
+from ..analysis.scopes import collect_class_facts
+from ..config import Config
+from ..suppression import Suppressions
+
+Safety = Literal["safe", "unsafe", "report"]
+STATE_KEY = "devmod"
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must leave byte-identical."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule changes into ``expected`` (None: report-only, the code stays as is)."""
+
+    code: str
+    expected: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    line: int
+    column: int
+    message: str
+    fixed: bool
+    safety: Safety
+    replacement: str | None = None  # what an unapplied unsafe fix would write
+
+    def format(self, path: str) -> str:
+        status = "fixed" if self.fixed else ("unsafe fix available, use --unsafe-fixes" if self.replacement is not None else "not fixed")
+        text = f"{path}:{self.line}:{self.column}: {self.code} {self.message} [{status}]"
+        if self.replacement is not None and not self.fixed:
+            text += "\n    would write: " + self.replacement.strip().replace("\n", "\n    ")
+        return text
+
+
+@dataclass
+class RunState:
+    """Engine state shared by the rules of one file during one pass."""
+
+    config: Config = field(default_factory=Config)
+    suppressions: Suppressions = field(default_factory=Suppressions)
+    findings: list[Finding] = field(default_factory=list)
+    changed: bool = False
+    device_used: bool = False  # a fix referenced the shared device variable
+
+
+class Rule(VisitorBasedCodemodCommand):
+    """Base class. Subclasses set the ClassVars below and write a docstring for `devmod rules`."""
+
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    SUMMARY: ClassVar[str]
+    SAFETY: ClassVar[Safety] = "safe"
+    ERROR: ClassVar[str] = ""  # the PyTorch error this rule prevents, for the catalogue
+    TRIGGERS: ClassVar[tuple[str, ...]] = ()  # the rule runs only on source containing one of these
+    ORDER: ClassVar[int] = 50  # lower runs earlier within a pass
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    # Declared once for every rule: libcst caches inherited dependencies per class.
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider, ParentNodeProvider)
+
+    def __init__(self, context: CodemodContext | None = None) -> None:
+        context = context or CodemodContext()
+        super().__init__(context)
+        self.DESCRIPTION = f"{self.CODE} {self.SUMMARY}"
+        self.state: RunState = context.scratch.setdefault(STATE_KEY, RunState())
+
+    @classmethod
+    def documentation(cls) -> str:
+        """The rule's explanation: its class docstring, else its module's (one rule per file)."""
+        import inspect
+        import sys
+        return inspect.cleandoc(cls.__doc__ or sys.modules[cls.__module__].__doc__ or "")
+
+    # -- analysis available to every rule --------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> bool:
+        self.tree = node
+        self.facts = collect_class_facts(node, self.metadata)
+        self.device_definitions = module_device_definitions(node, self.metadata)
+        self.shared_name = shared_device_name(self.device_definitions, self.state.config.device_name)
+        self.torch_alias = torch_module_alias(node) or "torch"
+        self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name)
+        return True
+
+    def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """The device expression for ``node`` (an original node), or None where none is safe."""
+        return self.devices.expression_for(node)
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+        pos = self.get_metadata(PositionProvider, node, None)
+        return (pos.start.line, pos.start.column + 1) if pos else (0, 0)
+
+    # -- the only two ways a rule acts --------------------------------------------------------
+    def fix(self, node: cst.CSTNode, updated: cst.CSTNode, replacement, message: str):
+        """Return ``replacement`` if this fix may be applied at ``node``, else ``updated``.
+
+        ``node`` is the original node (for its position and suppression comments).
+        """
+        line, column = self.position(node)
+        if self.state.suppressions.suppresses(self.CODE, line):
+            return updated
+        if self.SAFETY == "unsafe" and not self.state.config.unsafe_fixes:
+            shown = replacement if isinstance(replacement, cst.CSTNode) else None
+            code = self.tree.code_for_node(shown) if shown is not None else ""
+            self._add(line, column, message, fixed=False, replacement=code)
+            return updated
+        self._add(line, column, message, fixed=True)
+        self.state.changed = True
+        if self._mentions_shared_device(replacement):
+            self.state.device_used = True
+        return replacement
+
+    def report(self, node: cst.CSTNode, message: str) -> None:
+        """A finding devmod cannot fix safely: shown to the user, makes --check fail."""
+        line, column = self.position(node)
+        if not self.state.suppressions.suppresses(self.CODE, line):
+            self._add(line, column, message, fixed=False)
+
+    def _add(self, line: int, column: int, message: str, fixed: bool, replacement: str | None = None) -> None:
+        self.state.findings.append(Finding(self.CODE, self.NAME, line, column, message, fixed,
+                                           self.SAFETY, replacement))
+
+    def _mentions_shared_device(self, replacement) -> bool:
+        if not isinstance(replacement, cst.CSTNode):
+            return True
+        return any(isinstance(n, cst.Name) and n.value == self.shared_name for n in walk(replacement))
+
+    # -- libcst.tool compatibility: `python -m libcst.tool codemod <module>.<Rule> PATH` -------
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        from ..engine import transform_module_with  # late import: the engine imports the rules
+        return transform_module_with(tree, [type(self)], self.state.config)
+

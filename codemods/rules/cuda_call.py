@@ -1,0 +1,114 @@
+"""DM103 cuda-call: ``x.cuda()`` becomes ``x.to(device)``.
+
+Why: ``.cuda()`` crashes on every machine without an NVIDIA GPU ("Torch not compiled
+with CUDA enabled" / "Found no NVIDIA driver") and hard-codes one device into code
+that should follow a single shared ``torch.device``. ``.to(device)`` works on both.
+
+- ``non_blocking=`` is kept; ``.cuda(i)`` / ``.cuda(args.gpu)`` carry a rank index
+  and are reported, not rewritten.
+- Inside an ``nn.Module`` method the device follows the input (``x.device``); in a
+  Dataset or collate function nothing is moved (reported instead).
+- A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
+  model = model.cuda()``) collapses into the unconditional ``.to(device)``, which
+  already falls back to the CPU.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.tree import walk
+from ..analysis.names import method_call, qualified_names
+from .base import Invalid, Rule, Valid
+
+
+class CudaCall(Rule):
+    CODE = "DM103"
+    NAME = "cuda-call"
+    SUMMARY = "`.cuda()` becomes `.to(device)`; guards that only exist for it collapse"
+    ERROR = "AssertionError: Torch not compiled with CUDA enabled"
+    TRIGGERS = (".cuda(",)
+    ORDER = 20
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if not method_call(original_node, "cuda") or self._is_torch_cuda_module(original_node):
+            return updated_node
+        args = list(updated_node.args)
+        if any(a.keyword is None for a in args):
+            self.report(original_node, "`.cuda(index)` selects a GPU by rank; set the device per rank instead")
+            return updated_node
+        if any(a.keyword is not None and a.keyword.value not in ("non_blocking", "memory_format") for a in args):
+            return updated_node
+        device = self.device_for(original_node)
+        if device is None:
+            self.report(original_node, "`.cuda()` here runs in data-loading code; move the batch in the training loop instead")
+            return updated_node
+        func = updated_node.func
+        assert isinstance(func, cst.Attribute)
+        new_args = [cst.Arg(device)] + [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
+        new_args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_args]
+        replacement = updated_node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=new_args)
+        return self.fix(original_node, updated_node, replacement, "`.cuda()` -> `.to(device)`")
+
+    def _is_torch_cuda_module(self, call: cst.Call) -> bool:
+        """``torch.cuda(...)`` is not a method call on a tensor."""
+        func = call.func
+        return isinstance(func, cst.Attribute) and "torch" in qualified_names(self.metadata, func.value)
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If):
+        if updated_node.orelse is not None or not self._is_cuda_available_test(original_node.test):
+            return updated_node
+        if not _mentions_cuda_call(original_node.body) or not _only_moves(updated_node.body.body):
+            return updated_node
+        if self.state.suppressions.suppresses(self.CODE, self.position(original_node)[0]):
+            return updated_node
+        body = list(updated_node.body.body)
+        body[0] = body[0].with_changes(leading_lines=(*updated_node.leading_lines, *body[0].leading_lines))
+        return self.fix(original_node, updated_node, cst.FlattenSentinel(body),
+                        "guard that only moved to CUDA collapses into `.to(device)`")
+
+    def _is_cuda_available_test(self, test: cst.BaseExpression) -> bool:
+        return isinstance(test, cst.Call) and "torch.cuda.is_available" in qualified_names(self.metadata, test.func)
+
+    VALID = [
+        Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "x = torch.ones(3).to(device)\n"),
+        Valid("import torch\nx = torch.ones(3).cuda(0)  # per-rank code is reported, not rewritten\n"),
+        Valid("import torch\ntorch.cuda.manual_seed(0)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.ones(2).cuda(non_blocking=True)\n",
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model = torch.nn.Linear(2, 2).to(device)\nx = torch.ones(2).to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(2, 2)\nif torch.cuda.is_available():\n    model = model.cuda()\n",
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model = torch.nn.Linear(2, 2)\nmodel = model.to(device)\n",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+            "        mask = torch.ones(3).cuda()\n        return x * mask\n",
+            "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+            "        mask = torch.ones(3).to(x.device)\n        return x * mask\n",
+        ),
+        Invalid("import torch\nx = torch.ones(3).cuda(1)\n"),
+    ]
+
+
+def _mentions_cuda_call(block: cst.BaseSuite) -> bool:
+    return any(isinstance(n, cst.Call) and method_call(n, "cuda") for n in walk(block))
+
+
+def _only_moves(body) -> bool:
+    """Every statement is ``x = x.to(...)`` or ``x.to(...)``: nothing else depends on the guard."""
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+            if not (isinstance(value, cst.Call) and method_call(value, "to")):
+                return False
+    return True
+

@@ -1,0 +1,216 @@
+"""DM101 shared-device: a file that uses a device gets exactly one device variable.
+
+Why: tensors, models and batches only meet safely when they all name the same
+device. One ``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``,
+placed after the imports and before its first use, gives every other fix something
+to point at and falls back to the CPU on machines without a GPU.
+
+- A device the file already defines (any name: ``dev = torch.device(...)``,
+  ``DEVICE = ...``) is reused; no second one is created.
+- A definition that comes after its first use moves up to the imports; several
+  identical definitions collapse into one.
+- This rule runs whenever another rule writes ``device``, even under ``--select``,
+  because their fixes rely on it. It adds nothing to a file that needs no device.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import GlobalScope, ScopeProvider
+
+from ..analysis.names import dotted
+from ..analysis.tree import code_of, runs_later, top_level_statement, walk
+from .base import Invalid, Rule, Valid
+
+DEVICE_EXPRESSIONS = {
+    "cuda": '{t}.device("cuda" if {t}.cuda.is_available() else "cpu")',
+    "cuda-mps": '{t}.device("cuda" if {t}.cuda.is_available() else "mps" '
+                'if {t}.backends.mps.is_available() else "cpu")',
+    "accelerator": '({t}.accelerator.current_accelerator() if {t}.accelerator.is_available() '
+                   'else {t}.device("cpu"))',
+}
+
+
+def device_expression(style: str, torch_alias: str) -> cst.BaseExpression:
+    """The canonical shared-device expression for a configured style."""
+    return cst.parse_expression(DEVICE_EXPRESSIONS[style].format(t=torch_alias))
+
+
+class SharedDevice(Rule):
+    CODE = "DM101"
+    NAME = "shared-device"
+    SUMMARY = "one `device = torch.device(...)` per file, after the imports, reused by every fix"
+    ERROR = "NameError: name 'device' is not defined / tensors on different devices"
+    ORDER = 90  # last: it defines what the other rules referenced in this pass
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        super().visit_Module(node)
+        self._remove: set[cst.CSTNode] = set()
+        self._insert: list[cst.BaseStatement] = []
+        self._anchor = -1
+        self._plan(node)
+        return False  # all work is planned on the whole module; children stay as they are
+
+    def _plan(self, module: cst.Module) -> None:
+        name = self.shared_name
+        immediate, deferred = self._uses(name)
+        if not immediate and not deferred:
+            return
+        body = list(module.body)
+        anchor = _import_anchor(body)
+        first_use = min((body.index(s) for s in immediate), default=len(body))
+        definitions = [d for d in self.device_definitions if d.name == name]
+        if not definitions:
+            if anchor >= first_use:
+                self.report(body[first_use], f"`{name}` is used before torch is imported; define it by hand")
+                return
+            statement = self._definition_statement(name)
+            where = immediate[0] if immediate else deferred[0]
+            if self.fix(where, module, statement, f"add the shared `{name}` variable") is statement:
+                self._anchor, self._insert = anchor, self._import_torch_if_missing() + [statement]
+                self._remove |= set(self._local_duplicates(module, name, statement))
+            return
+        keep = definitions[0]
+        keep_index = body.index(top_level_statement(self.metadata, keep.statement))
+        if first_use < keep_index:
+            if not _pure(keep.assign.value, self.torch_alias) or anchor >= first_use:
+                self.report(body[first_use], f"`{name}` is used before it is defined")
+                return
+            moved = keep.statement.with_changes(leading_lines=[cst.EmptyLine()])
+            if self.fix(keep.statement, keep.statement, moved, f"move `{name}` above its first use") is moved:
+                self._anchor, self._insert = anchor, [moved]
+                self._remove.add(keep.statement)
+        same = code_of(keep.assign.value)
+        for other in definitions[1:]:
+            if code_of(other.assign.value) == same and len(other.statement.body) == 1:
+                if self.fix(other.statement, other.statement, None, f"drop a repeated definition of `{name}`") is None:
+                    self._remove.add(other.statement)
+
+    def _uses(self, name: str) -> tuple[list[cst.CSTNode], list[cst.CSTNode]]:
+        """Loads of ``name`` that resolve to module level: run at import / run when called."""
+        immediate, deferred = [], []
+        scopes = {s for s in self.metadata[ScopeProvider].values() if s is not None}
+        for scope in scopes:
+            for access in scope.accesses[name]:
+                if not isinstance(access.node, cst.Name):
+                    continue
+                if not all(isinstance(a.scope, GlobalScope) for a in scope[name]):
+                    continue  # a parameter or local of the same name
+                if runs_later(self.metadata, access.node):
+                    deferred.append(access.node)
+                else:
+                    immediate.append(top_level_statement(self.metadata, access.node))
+        return immediate, deferred
+
+    def _definition_statement(self, name: str) -> cst.SimpleStatementLine:
+        value = device_expression(self.state.config.device_style, self.torch_alias)
+        return cst.SimpleStatementLine(
+            [cst.Assign([cst.AssignTarget(cst.Name(name))], value)], leading_lines=[cst.EmptyLine()])
+
+    def _import_torch_if_missing(self) -> list[cst.BaseStatement]:
+        has_alias = any(isinstance(n, cst.Import) and any(dotted(a.name) == "torch" for a in n.names)
+                        for n in walk(self.tree))
+        return [] if has_alias else [cst.parse_statement("import torch\n")]
+
+    def _local_duplicates(self, module: cst.Module, name: str, statement: cst.SimpleStatementLine):
+        """Function-level copies of the very definition being added become redundant."""
+        wanted = code_of(statement.body[0])
+        for node in walk(module):
+            if isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock):
+                for stmt in node.body.body:
+                    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                            and code_of(stmt.body[0]) == wanted and len(node.body.body) > 1):
+                        yield stmt
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if not self._insert and not self._remove:
+            return updated_node
+        body = [s for s in original_node.body if s not in self._remove]
+        index = sum(1 for s in original_node.body[: self._anchor + 1] if s not in self._remove)
+        body[index:index] = self._insert
+        return updated_node.with_changes(body=[self._strip(s) for s in body])
+
+    def _strip(self, statement: cst.BaseStatement) -> cst.BaseStatement:
+        """Remove duplicate definitions nested in blocks (module-level ones went above)."""
+        if self._remove and not isinstance(statement, cst.SimpleStatementLine):
+            return statement.visit(_Remover(self._remove))
+        return statement
+
+    VALID = [
+        Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "x = torch.ones(2, device=device)\n"),
+        Valid("import torch\n\ndef f(x, device):\n    return x.to(device)\n"),
+        Valid('import torch\ndev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "x = torch.ones(2, device=dev)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            '"""Docs."""\nfrom __future__ import annotations\nimport torch as th\n\nx = th.ones(2).to(device)\n',
+            '"""Docs."""\nfrom __future__ import annotations\nimport torch as th\n\n'
+            'device = th.device("cuda" if th.cuda.is_available() else "cpu")\n\nx = th.ones(2).to(device)\n',
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(2).to(device)\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "y = x.to(device)\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(2).to(device)\ny = x.to(device)\n",
+        ),
+    ]
+
+
+class _Remover(cst.CSTTransformer):
+    def __init__(self, remove: set[cst.CSTNode]) -> None:
+        super().__init__()
+        self.remove = remove
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        return cst.RemovalSentinel.REMOVE if original_node in self.remove else updated_node
+
+
+def _import_anchor(body: list[cst.BaseStatement]) -> int:
+    """Index of the statement after which the device goes: the end of the leading
+    docstring/imports block, or the torch import if that comes later (notebook exports)."""
+    anchor = -1
+    for index, stmt in enumerate(body):
+        if _is_import_like(stmt) or (index == 0 and _is_docstring(stmt)):
+            anchor = index
+        else:
+            break
+    for index, stmt in enumerate(body):
+        if index > anchor and _imports_torch(stmt):
+            anchor = index
+    return anchor
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString))
+
+
+def _is_import_like(stmt: cst.BaseStatement) -> bool:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+    if isinstance(stmt, cst.Try):
+        return all(_is_import_like(s) for s in stmt.body.body)
+    return False
+
+
+def _imports_torch(stmt: cst.BaseStatement) -> bool:
+    for node in walk(stmt):
+        if isinstance(node, cst.Import) and any((dotted(a.name) or "").split(".")[0] == "torch" for a in node.names):
+            return True
+        if isinstance(node, cst.ImportFrom) and node.module is not None and (
+                (dotted(node.module) or "").split(".")[0] == "torch"):
+            return True
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return False
+    return False
+
+
+def _pure(value: cst.BaseExpression, torch_alias: str) -> bool:
+    """Only literals and torch attributes: safe to evaluate earlier in the file."""
+    attributes = {id(n.attr) for n in walk(value) if isinstance(n, cst.Attribute)}
+    return all(n.value == torch_alias for n in walk(value)
+               if isinstance(n, cst.Name) and id(n) not in attributes)

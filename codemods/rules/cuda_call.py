@@ -73,8 +73,7 @@ class CudaCall(Rule):
     VALID = [
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
               "x = torch.ones(3).to(device)\n"),
-        Valid("import torch\nx = torch.ones(3).cuda(0)  # per-rank code is reported, not rewritten\n"),
-        Valid("import torch\ntorch.cuda.manual_seed(0)\n"),
+        Valid("import torch\ntorch.cuda.manual_seed(0)\nn = torch.cuda.device_count()\n"),
     ]
     INVALID = [
         Invalid(

@@ -40,8 +40,9 @@ class FileReport:
 
 def unified_diff(before: str, after: str, path: str) -> str:
     """A reviewable unified diff; line endings are normalised only for display."""
+    shown = path.replace(os.sep, "/").lstrip("/")
     lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{path}", tofile=f"b/{path}")
+                                 fromfile=f"a/{shown}", tofile=f"b/{shown}")
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
                    for line in lines).replace("\r\n", "\n")
 

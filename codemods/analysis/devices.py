@@ -142,6 +142,17 @@ class DeviceLookup:
                 return cst.Name(local)
         return cst.Name(self.shared_name)
 
+    def why_no_device(self, node: cst.CSTNode) -> str:
+        """A one-line reason for a report where ``expression_for`` gave None."""
+        kind = self.place(node).kind
+        if kind in (ScopeKind.DATA_METHOD, ScopeKind.DATA_CALLBACK):
+            return ("this runs in data-loading code (Dataset or collate function), where tensors must stay "
+                    "on the CPU; move the batch in the training loop instead")
+        if kind is ScopeKind.MODEL_METHOD:
+            return ("this runs in a model's __init__; register the tensor as a buffer so model.to(device) "
+                    "moves it")
+        return "devmod cannot tell which device this class uses; pass a device in explicitly"
+
     def _function_device_name(self, function: cst.FunctionDef) -> str | None:
         params = function.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):

@@ -41,7 +41,7 @@ class CudaCall(Rule):
             return updated_node
         device = self.device_for(original_node)
         if device is None:
-            self.report(original_node, "`.cuda()` here runs in data-loading code; move the batch in the training loop instead")
+            self.report(original_node, "`.cuda()` not rewritten: " + self.devices.why_no_device(original_node))
             return updated_node
         func = updated_node.func
         assert isinstance(func, cst.Attribute)

@@ -60,6 +60,8 @@ class SharedDevice(Rule):
         anchor = _import_anchor(body)
         first_use = min((body.index(s) for s in immediate), default=len(body))
         definitions = [d for d in self.device_definitions if d.name == name]
+        if not definitions and _bound_at_module_level(self.metadata, module, name):
+            return  # the file's own variable of that name (``device = 0``): not ours to replace
         if not definitions:
             if anchor >= first_use:
                 self.report(body[first_use], f"`{name}` is used before torch is imported; define it by hand")
@@ -167,6 +169,11 @@ class _Remover(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         return cst.RemovalSentinel.REMOVE if original_node in self.remove else updated_node
+
+
+def _bound_at_module_level(metadata, module: cst.Module, name: str) -> bool:
+    scope = metadata[ScopeProvider].get(module)
+    return scope is not None and bool(scope.assignments[name])
 
 
 def _import_anchor(body: list[cst.BaseStatement]) -> int:

@@ -1,0 +1,241 @@
+"""DM102 string-device: ``"cuda"`` / ``"cuda:0"`` in device positions become the shared device.
+
+Why: a hard-coded ``"cuda"`` crashes on machines without a GPU and scatters the
+choice of device over the file. Writing the one shared ``torch.device`` instead
+(``device=device``, ``.to(device)``, ``map_location=device``, a parameter default
+``device=device``) keeps every tensor on the same device and falls back to the CPU.
+
+- A variable defined as a string device (``device = "cuda:0"``,
+  ``dev = "cuda" if torch.cuda.is_available() else "cpu"``) becomes a
+  ``torch.device``; its comparisons with strings are rewritten to
+  ``device.type == "cuda"``, because a ``torch.device`` never equals a string.
+  If the variable is used as a string elsewhere (``.startswith``, slicing,
+  concatenation), nothing is converted and the use is reported.
+- A comparison of an existing ``torch.device`` variable with a string is the same
+  bug and is fixed the same way.
+- A deliberate ``"cpu"`` is intent and stays; ``"cuda:1"`` names a second GPU on
+  purpose and stays.
+- Inside an ``nn.Module`` method the device follows the input (``x.device``); in
+  Dataset code nothing is moved (reported instead).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ScopeProvider
+
+from ..analysis.devices import DEVICE_LIKE_NAMES, cuda_string, hardcoded_cuda, is_torch_device_call
+from ..analysis.names import keyword, positional, qualified_names
+from .base import Invalid, Rule, Valid
+from .shared_device import device_expression
+
+DEVICE_KEYWORDS = ("device", "map_location")
+_DEVICE_TYPES = ("cuda", "cpu", "mps", "xpu")
+_STRING_METHODS_OK = ("type", "index")  # attributes a torch.device has too
+
+
+class StringDevice(Rule):
+    CODE = "DM102"
+    NAME = "string-device"
+    SUMMARY = '`"cuda"` / `"cuda:0"` in device positions become the shared `torch.device`'
+    ERROR = "RuntimeError: Found no NVIDIA driver on your system / Expected all tensors to be on the same device"
+    TRIGGERS = ("cuda",)
+    ORDER = 10
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        super().visit_Module(node)
+        self._definitions: dict[cst.Assign, cst.BaseExpression] = {}
+        self._comparisons: dict[cst.Comparison, cst.BaseExpression] = {}
+        self._plan(node)
+        return True
+
+    # -- planning: which variables hold a device, and how they are used --------------------
+    def _plan(self, module: cst.Module) -> None:
+        scopes = {s for s in self.metadata[ScopeProvider].values() if s is not None}
+        for scope in scopes:
+            for assignment in scope.assignments:
+                node = getattr(assignment, "node", None)
+                assign = self._assign_of(node)
+                if assign is None:
+                    continue
+                name = node.value  # type: ignore[union-attr]
+                new_value = self._converted_value(assign.value)
+                is_device = new_value is not None or is_torch_device_call(self.metadata, assign.value)
+                if not is_device or len(scope.assignments[name]) != 1:
+                    continue
+                accesses = [a.node for a in assignment.references if isinstance(a.node, cst.Name)]
+                blockers = [a for a in accesses if self._string_only_use(a)]
+                if new_value is not None and blockers:
+                    self.report(blockers[0], f"`{name}` is used as a string here; convert it to a "
+                                             f"torch.device by hand, then rerun")
+                    continue
+                if new_value is not None:
+                    self._definitions[assign] = new_value
+                for access in accesses:
+                    self._plan_comparison(access, name)
+
+    def _assign_of(self, node: cst.CSTNode | None) -> cst.Assign | None:
+        if not isinstance(node, cst.Name):
+            return None
+        parent = self.metadata[cst.metadata.ParentNodeProvider].get(node)
+        grand = self.metadata[cst.metadata.ParentNodeProvider].get(parent) if parent is not None else None
+        if isinstance(parent, cst.AssignTarget) and isinstance(grand, cst.Assign) and len(grand.targets) == 1:
+            return grand
+        return None
+
+    def _converted_value(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The torch.device form of a string device definition, or None if it is not one."""
+        if hardcoded_cuda(self.metadata, value):
+            return device_expression(self.state.config.device_style, self.torch_alias)
+        if _string_choice(value):
+            if _is_availability_choice(self.metadata, value):
+                return device_expression(self.state.config.device_style, self.torch_alias)
+            return cst.Call(cst.Attribute(cst.Name(self.torch_alias), cst.Name("device")), [cst.Arg(value)])
+        return None
+
+    def _string_only_use(self, name: cst.Name) -> bool:
+        parent = self.metadata[cst.metadata.ParentNodeProvider].get(name)
+        if isinstance(parent, cst.Attribute) and parent.value is name:
+            return parent.attr.value not in _STRING_METHODS_OK
+        if isinstance(parent, (cst.Subscript, cst.BinaryOperation)):
+            return True
+        if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
+            return not self._is_string_comparison(self.metadata[cst.metadata.ParentNodeProvider].get(parent), name)
+        return False
+
+    def _plan_comparison(self, name: cst.Name, var: str) -> None:
+        parents = self.metadata[cst.metadata.ParentNodeProvider]
+        parent = parents.get(name)
+        comparison = parents.get(parent) if isinstance(parent, cst.ComparisonTarget) else parent
+        if isinstance(comparison, cst.Comparison) and self._is_string_comparison(comparison, name):
+            replacement = self._type_comparison(comparison, var)
+            if replacement is not None:
+                self._comparisons[comparison] = replacement
+            else:
+                self.report(comparison, f'`{var}` is a torch.device; compare `{var}.type` or with torch.device(...)')
+
+    @staticmethod
+    def _is_string_comparison(comparison: cst.CSTNode | None, name: cst.Name) -> bool:
+        if not isinstance(comparison, cst.Comparison) or len(comparison.comparisons) != 1:
+            return False
+        left, right = comparison.left, comparison.comparisons[0].comparator
+        other = right if left is name else left if right is name else None
+        return isinstance(other, cst.SimpleString)
+
+    @staticmethod
+    def _type_comparison(comparison: cst.Comparison, var: str) -> cst.Comparison | None:
+        target = comparison.comparisons[0]
+        left, right, op = comparison.left, target.comparator, target.operator
+        literal = right if isinstance(right, cst.SimpleString) else left
+        value = literal.evaluated_value  # type: ignore[union-attr]
+        if value not in _DEVICE_TYPES:
+            return None
+        equal = isinstance(op, (cst.Equal, cst.Is)) or (isinstance(op, cst.In) and literal is left)
+        unequal = isinstance(op, (cst.NotEqual, cst.IsNot)) or (isinstance(op, cst.NotIn) and literal is left)
+        if not (equal or unequal):
+            return None
+        operator = cst.Equal() if equal else cst.NotEqual()
+        return cst.Comparison(
+            cst.Attribute(cst.Name(var), cst.Name("type")),
+            [cst.ComparisonTarget(operator, cst.SimpleString(f'"{value}"'))],
+            lpar=comparison.lpar, rpar=comparison.rpar)
+
+    # -- rewriting ---------------------------------------------------------------------------
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        new_value = self._definitions.get(original_node)
+        if new_value is None:
+            return updated_node
+        return self.fix(original_node, updated_node, updated_node.with_changes(value=new_value),
+                        "string device -> torch.device")
+
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
+        replacement = self._comparisons.get(original_node)
+        if replacement is None:
+            return updated_node
+        return self.fix(original_node, updated_node, replacement,
+                        "a torch.device never equals a string: compare `.type`")
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        if not self._in_device_position(original_node) or not hardcoded_cuda(self.metadata, original_node.value):
+            return updated_node
+        device = self.device_for(original_node)
+        if device is None:
+            self.report(original_node, "hard-coded CUDA device not rewritten: "
+                        + self.devices.why_no_device(original_node))
+            return updated_node
+        return self.fix(original_node, updated_node, updated_node.with_changes(value=device),
+                        "hard-coded CUDA device -> shared device")
+
+    def _in_device_position(self, arg: cst.Arg) -> bool:
+        if arg.keyword is not None:
+            return arg.keyword.value in DEVICE_KEYWORDS
+        call = self.metadata[cst.metadata.ParentNodeProvider].get(arg)
+        if not isinstance(call, cst.Call) or arg.star:
+            return False
+        args = positional(call)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
+            return bool(args) and args[0] is arg
+        if "torch.load" in qualified_names(self.metadata, call.func):
+            return len(args) > 1 and args[1] is arg and keyword(call, "map_location") is None
+        return False
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        default = original_node.default
+        if default is None or not hardcoded_cuda(self.metadata, default):
+            return updated_node
+        if original_node.name.value not in DEVICE_LIKE_NAMES:
+            return updated_node
+        # A default is evaluated once at definition time: the module-level device fits.
+        return self.fix(original_node, updated_node, updated_node.with_changes(default=cst.Name(self.shared_name)),
+                        "hard-coded CUDA default -> shared device")
+
+    VALID = [
+        Valid('import torch\nx = torch.ones(2).to("cpu")\ny = torch.zeros(2, device="cpu")\n'),
+        Valid('import torch\nz = torch.ones(2, device="cuda:1")  # a second GPU on purpose\n'),
+        Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              'if device.type == "cuda":\n    torch.backends.cudnn.benchmark = True\n'),
+    ]
+    INVALID = [
+        Invalid(
+            'import torch\nx = torch.ones(2, device="cuda:0")\ny = x.to("cuda")\n',
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(2, device=device)\ny = x.to(device)\n",
+        ),
+        Invalid(
+            'import torch\ndevice = "cuda:0" if torch.cuda.is_available() else "cpu"\n'
+            'if device == "cuda":\n    print("gpu")\nx = torch.ones(2, device=device)\n',
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'if device.type == "cuda":\n    print("gpu")\nx = torch.ones(2, device=device)\n',
+        ),
+        Invalid(
+            'import torch\n\ndef load(path, device="cuda"):\n    return torch.load(path, map_location=device)\n',
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+            'def load(path, device=device):\n    return torch.load(path, map_location=device)\n',
+        ),
+        Invalid(
+            'import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n'
+            '        return x + torch.ones(2).to("cuda")\n',
+            'import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n'
+            '        return x + torch.ones(2).to(x.device)\n',
+        ),
+        Invalid(
+            'import torch\ndev = "cuda"\nprint(dev.upper())\nx = torch.ones(2, device=dev)\n',
+        ),
+    ]
+
+
+def _string_choice(value: cst.BaseExpression) -> bool:
+    """``"cuda" if cond else "cpu"``: strings on both sides, CUDA on one."""
+    if not isinstance(value, cst.IfExp):
+        return False
+    sides = (value.body, value.orelse)
+    return all(isinstance(s, cst.SimpleString) or _string_choice(s) for s in sides) and any(
+        cuda_string(s) or _string_choice(s) for s in sides)
+
+
+def _is_availability_choice(metadata, value: cst.IfExp) -> bool:
+    """``"cuda" if torch.cuda.is_available() else "cpu"``: exactly the shared default."""
+    return (isinstance(value.test, cst.Call)
+            and "torch.cuda.is_available" in qualified_names(metadata, value.test.func)
+            and cuda_string(value.body) is not None
+            and isinstance(value.orelse, cst.SimpleString) and value.orelse.evaluated_value == "cpu")

@@ -152,7 +152,7 @@ def _summary(reports: list[FileReport], mode: str) -> str:
 
 
 def _as_json(report: FileReport) -> dict:
-    return {"path": report.path, "changed": report.changed, "error": report.error,
+    return {"path": report.path, "changed": report.changed, "error": report.error, "diff": report.diff or None,
             "findings": [dict(code=f.code, name=f.name, line=f.line, column=f.column, message=f.message,
                               fixed=f.fixed, safety=f.safety, replacement=f.replacement)
                          for f in report.findings]}

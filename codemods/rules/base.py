@@ -69,6 +69,7 @@ class RunState:
     findings: list[Finding] = field(default_factory=list)
     changed: bool = False
     device_used: bool = False  # a fix referenced the shared device variable
+    analysed: tuple | None = None  # (module, facts...) cached while the tree is unchanged
 
 
 class Rule(VisitorBasedCodemodCommand):
@@ -103,10 +104,14 @@ class Rule(VisitorBasedCodemodCommand):
     # -- analysis available to every rule --------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool:
         self.tree = node
-        self.facts = collect_class_facts(node, self.metadata)
-        self.device_definitions = module_device_definitions(node, self.metadata)
+        cached = self.state.analysed
+        if cached is None or cached[0] is not node:
+            facts = collect_class_facts(node, self.metadata)
+            definitions = module_device_definitions(node, self.metadata)
+            cached = (node, facts, definitions, torch_module_alias(node) or "torch")
+            self.state.analysed = cached
+        _, self.facts, self.device_definitions, self.torch_alias = cached
         self.shared_name = shared_device_name(self.device_definitions, self.state.config.device_name)
-        self.torch_alias = torch_module_alias(node) or "torch"
         self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name)
         return True
 

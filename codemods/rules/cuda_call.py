@@ -16,6 +16,7 @@ that should follow a single shared ``torch.device``. ``.to(device)`` works on bo
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.tree import walk
 from ..analysis.names import method_call, qualified_names
@@ -68,6 +69,20 @@ class CudaCall(Rule):
                         "guard that only moved to CUDA collapses into `.to(device)`")
 
     def _is_cuda_available_test(self, test: cst.BaseExpression) -> bool:
+        """``torch.cuda.is_available()``, or a flag assigned once from it (``cuda = ...``)."""
+        if isinstance(test, cst.Name):
+            scope = self.metadata[ScopeProvider].get(test)
+            assignments = list(scope[test.value]) if scope is not None else []
+            if len(assignments) != 1:
+                return False
+            target = assignments[0].node
+            assign = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(target))
+            if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+                return False
+            test = assign.value
+            if (isinstance(test, cst.IfExp) and isinstance(test.body, cst.Name) and test.body.value == "True"
+                    and isinstance(test.orelse, cst.Name) and test.orelse.value == "False"):
+                test = test.test
         return isinstance(test, cst.Call) and "torch.cuda.is_available" in qualified_names(self.metadata, test.func)
 
     VALID = [
@@ -91,6 +106,12 @@ class CudaCall(Rule):
             "        mask = torch.ones(3).cuda()\n        return x * mask\n",
             "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
             "        mask = torch.ones(3).to(x.device)\n        return x * mask\n",
+        ),
+        Invalid(
+            "import torch\ncuda = True if torch.cuda.is_available() else False\nnet = torch.nn.Linear(2, 2)\n"
+            "if cuda:\n    net.cuda()\n",
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "cuda = True if torch.cuda.is_available() else False\nnet = torch.nn.Linear(2, 2)\nnet.to(device)\n",
         ),
         Invalid("import torch\nx = torch.ones(3).cuda(1)\n"),
     ]

@@ -79,6 +79,8 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     2 a file could not be processed (named on stderr with line and reason)
     or the command line was wrong.
     """
+    if not paths:
+        raise click.UsageError("give the files or folders to rewrite, e.g. `devmod apply --diff .`")
     if show_diff and check:
         raise click.UsageError("--diff and --check cannot be combined; --check already writes nothing")
     if device_name is not None and not device_name.isidentifier():

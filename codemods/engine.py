@@ -7,6 +7,7 @@ run is a no-op), re-parse the output, and only then hand it back.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -78,9 +79,7 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     if not mentions_torch(source):
         return TransformResult(source, source, skipped="does not use torch")
     module = parse(source)
-    chosen = active_rules(config, rules)
-    chosen = [r for r in chosen if _triggered(r, source)]
-    module, findings = _run_passes(module, chosen, config, suppressions)
+    module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source)
     output = module.code
     if output != source:
         try:
@@ -94,7 +93,7 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
 def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], config: Config) -> cst.Module:
     """For libcst's own codemod runner: the same passes on an already parsed module."""
     chosen = _with_shared_device(list(rules))
-    module, _ = _run_passes(module, chosen, config, read_suppressions(module.code))
+    module, _ = _run_passes(module, chosen, config, read_suppressions(module.code), module.code)
     return module
 
 
@@ -107,16 +106,19 @@ def parse(source: str) -> cst.Module:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         reason = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
+        reason = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", reason)
         raise SourceError(f"cannot parse: {reason}", exc.raw_line, exc.raw_column + 1) from exc
     except (RecursionError, ValueError) as exc:  # pathological nesting, odd bytes
         raise SourceError(f"cannot parse: {exc}") from exc
 
 
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
-                suppressions) -> tuple[cst.Module, list[Finding]]:
-    rules = list(rules)
+                suppressions, source: str) -> tuple[cst.Module, list[Finding]]:
+    all_chosen = list(rules)
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
+        # Triggers are read from the current text: one rule's fix can make another's apply.
+        rules = [r for r in all_chosen if _triggered(r, source)]
         state = RunState(config=config, suppressions=suppressions)
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
@@ -131,7 +133,8 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
         fixed.extend(f for f in state.findings if f.fixed)
         if not pass_changed:
             return module, fixed + [f for f in state.findings if not f.fixed]
+        source = module.code
         if suppressions.by_line:  # line numbers moved: read the comments again
-            suppressions = read_suppressions(module.code)
+            suppressions = read_suppressions(source)
     raise SourceError(f"internal error: rules did not settle after {MAX_PASSES} passes; "
                       "file left unchanged, please report this")

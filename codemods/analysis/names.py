@@ -83,3 +83,9 @@ def _top_level_statements(body: Iterable[cst.BaseStatement]) -> Iterable[cst.Bas
             if isinstance(stmt, cst.Try):
                 for handler in stmt.handlers:
                     yield from _top_level_statements(handler.body.body)
+
+
+def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value`` written the PEP 8 way (libcst's default puts spaces around ``=``)."""
+    return cst.Arg(value, keyword=cst.Name(name), equal=cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))

@@ -22,6 +22,7 @@ import libcst as cst
 
 from ..analysis.loops import (BatchShape, batch_shape, cpu_only_lengths, loader_call, loader_source,
                               moved_in, pins_memory)
+from ..analysis.names import keyword_arg
 from .base import Invalid, Rule, Valid
 
 
@@ -52,7 +53,7 @@ class BatchToDevice(Rule):
         if moved_in(original_node.body, set(names)):
             return updated_node
         body = list(updated_node.body.body)
-        extra = [_keyword_arg("non_blocking", cst.Name("True"))] if pins_memory(loader) else []
+        extra = [keyword_arg("non_blocking", cst.Name("True"))] if pins_memory(loader) else []
         insert_at = 0
         if len(names) == 1 and isinstance(target, cst.Name):
             shape = batch_shape(names[0], original_node.body)
@@ -140,12 +141,6 @@ class _Device(cst.CSTTransformer):
                 updated_node.args[0].value.value == "__D__":
             return updated_node.with_changes(args=_args(self.device, self.extra))
         return updated_node
-
-
-def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
-    """``name=value`` written the PEP 8 way (libcst's default puts spaces around ``=``)."""
-    return cst.Arg(value, keyword=cst.Name(name), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
 
 
 def _args(device: cst.BaseExpression, extra: list[cst.Arg]) -> list[cst.Arg]:

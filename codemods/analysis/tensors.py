@@ -84,6 +84,8 @@ def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
         node = node.func.value
     if factory_name(metadata, node):
         return True
+    if isinstance(node, cst.Call) and _torch_function_of_tensor(metadata, node):
+        return True
     if isinstance(node, cst.Name):
         scope = metadata[ScopeProvider].get(node)
         if scope is None:
@@ -97,3 +99,11 @@ def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
         if isinstance(parent, cst.AssignTarget) and isinstance(assign, cst.Assign) and assign.value is not expr:
             return not any(n is expr for n in walk(assign.value)) and is_surely_tensor(metadata, assign.value)
     return False
+
+
+def _torch_function_of_tensor(metadata: Mapping, call: cst.Call) -> bool:
+    """``torch.tril(t)``, ``torch.cat([a, b])``: a torch function applied to a tensor."""
+    names = qualified_names(metadata, call.func)
+    if not any(n.startswith("torch.") and n.count(".") == 1 and n[6:7].islower() for n in names):
+        return False
+    return any(is_surely_tensor(metadata, a.value) for a in call.args if a.keyword is None)

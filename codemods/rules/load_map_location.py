@@ -1,0 +1,62 @@
+"""DM302 load-map-location: ``torch.load`` without a map location gets one.
+
+Why: a checkpoint saved on a GPU machine remembers its CUDA device. Loading it on a
+CPU-only machine fails ("Attempting to deserialize object on a CUDA device but
+torch.cuda.is_available() is False"), and loading it on a GPU puts the tensors on
+whatever device they were saved from, which need not be the model's.
+``map_location=device`` puts them where the rest of the code expects them.
+
+- Where no device is in scope (Dataset code, other classes) ``map_location="cpu"``
+  is used: it always works, and ``model.load_state_dict`` copies into place.
+- A second positional argument already is the map location; ``weights_only`` and
+  every other argument stay as written.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.names import keyword, positional, qualified_names
+from .base import Invalid, Rule, Valid
+from .factory_device import with_keyword
+
+
+class LoadMapLocation(Rule):
+    CODE = "DM302"
+    NAME = "load-map-location"
+    SUMMARY = "`torch.load` without `map_location` gets `map_location=device`"
+    ERROR = ("RuntimeError: Attempting to deserialize object on a CUDA device but "
+             "torch.cuda.is_available() is False")
+    TRIGGERS = ("load",)
+    ORDER = 35
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        if "torch.load" not in qualified_names(self.metadata, original_node.func):
+            return updated_node
+        if keyword(original_node, "map_location") is not None or len(positional(original_node)) != 1:
+            return updated_node
+        if any(a.star for a in original_node.args):
+            return updated_node
+        device = self.device_for(original_node) or cst.SimpleString('"cpu"')
+        return self.fix(original_node, updated_node, with_keyword(updated_node, "map_location", device),
+                        "`torch.load` without `map_location` restores tensors to the device they were saved on")
+
+    VALID = [
+        Valid('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")\n'),
+        Valid('import torch\nstate = torch.load("ckpt.pt", "cpu", weights_only=True)\n'),
+        Valid("import numpy as np\nx = np.load('a.npy')\nimport torch\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\ndef restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, weights_only=True))\n",
+            "import torch\n\ndef restore(model, path, device):\n"
+            "    model.load_state_dict(torch.load(path, weights_only=True, map_location=device))\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch.utils.data import Dataset\n\nclass Cached(Dataset):\n"
+            "    def __getitem__(self, i):\n        return torch.load(f\"{i}.pt\")\n",
+            "import torch\nfrom torch.utils.data import Dataset\n\nclass Cached(Dataset):\n"
+            "    def __getitem__(self, i):\n        return torch.load(f\"{i}.pt\", map_location=\"cpu\")\n",
+        ),
+    ]

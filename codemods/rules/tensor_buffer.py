@@ -1,0 +1,107 @@
+"""DM301 tensor-buffer: a tensor attribute set in ``nn.Module.__init__`` becomes a buffer.
+
+Why: ``model.to(device)`` moves parameters and registered buffers, not plain tensor
+attributes. ``self.mask = torch.tril(torch.ones(n, n))`` stays on the CPU while the
+model moves, and ``forward`` fails with "Expected all tensors to be on the same
+device". ``self.register_buffer("mask", ..., persistent=False)`` moves with the
+model; non-persistent, so ``state_dict()`` keys do not change and old checkpoints
+still load.
+
+Only when the attribute is assigned once, in ``__init__``, after
+``super().__init__()``, with a value that is surely a tensor (a factory call or a
+tensor method chain on one). Parameters, registered buffers and attributes
+reassigned elsewhere are left alone.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.names import dotted, keyword_arg
+from ..analysis.scopes import ScopeKind
+from ..analysis.tensors import is_surely_tensor
+from ..analysis.tree import walk
+from .base import Invalid, Rule, Valid
+
+
+class TensorBuffer(Rule):
+    CODE = "DM301"
+    NAME = "tensor-buffer"
+    SUMMARY = "a tensor attribute set once in `nn.Module.__init__` becomes a non-persistent buffer"
+    ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
+    TRIGGERS = ("self.",)
+    ORDER = 25
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine):
+        if len(original_node.body) != 1 or not isinstance(original_node.body[0], cst.Assign):
+            return updated_node
+        assign = original_node.body[0]
+        if len(assign.targets) != 1:
+            return updated_node
+        target = dotted(assign.targets[0].target) or ""
+        if not target.startswith("self.") or target.count(".") != 1:
+            return updated_node
+        place = self.devices.place(original_node)
+        if place.kind is not ScopeKind.MODEL_METHOD or place.method_name != "__init__" or place.klass is None:
+            return updated_node
+        attribute = target.split(".", 1)[1]
+        if not is_surely_tensor(self.metadata, assign.value) or _assignments(place.klass, attribute) != 1:
+            return updated_node
+        if not _after_super_init(place.function, original_node):
+            return updated_node
+        value = updated_node.body[0].value  # type: ignore[union-attr]
+        call = cst.Call(
+            cst.Attribute(cst.Name("self"), cst.Name("register_buffer")),
+            [cst.Arg(cst.SimpleString(f'"{attribute}"')), cst.Arg(value), keyword_arg("persistent", cst.Name("False"))])
+        call = call.with_changes(args=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in call.args])
+        replacement = updated_node.with_changes(body=[cst.Expr(call)])
+        return self.fix(original_node, updated_node, replacement,
+                        f"`self.{attribute}` is a plain tensor attribute: model.to(device) would not move it")
+
+    VALID = [
+        Valid("import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.w = nn.Parameter(torch.randn(3))\n"
+              '        self.register_buffer("mask", torch.ones(3))\n'),
+        Valid("import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.cache = torch.zeros(3)\n\n    def forward(self, x):\n"
+              "        self.cache = x.detach()\n        return x\n"),
+        Valid("import torch\n\nclass Plain:\n    def __init__(self):\n        self.table = torch.zeros(3)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nclass Attn(nn.Module):\n    def __init__(self, n, device):\n"
+            "        super().__init__()\n        self.mask = torch.tril(torch.ones(n, n))\n"
+            "        self.cache = torch.randn(10, device=device)\n\n    def forward(self, x):\n"
+            "        return x * self.mask + self.cache\n",
+            "import torch\nimport torch.nn as nn\n\nclass Attn(nn.Module):\n    def __init__(self, n, device):\n"
+            '        super().__init__()\n        self.register_buffer("mask", torch.tril(torch.ones(n, n)), persistent=False)\n'
+            '        self.register_buffer("cache", torch.randn(10, device=device), persistent=False)\n\n'
+            "    def forward(self, x):\n        return x * self.mask + self.cache\n",
+        ),
+    ]
+
+
+def _assignments(klass: cst.ClassDef, attribute: str) -> int:
+    """How many times ``self.<attribute>`` is assigned (or augmented) anywhere in the class."""
+    count = 0
+    for node in walk(klass):
+        targets = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        count += sum(1 for t in targets for n in walk(t) if dotted(n) == f"self.{attribute}")
+    return count
+
+
+def _after_super_init(function: cst.FunctionDef | None, statement: cst.CSTNode) -> bool:
+    if function is None or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    for stmt in function.body.body:
+        if stmt is statement:
+            return False
+        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "__init__"
+               for n in walk(stmt)):
+            return True
+    return False

@@ -5,12 +5,14 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
 (``device=device``, ``.to(device)``, ``map_location=device``, a parameter default
 ``device=device``) keeps every tensor on the same device and falls back to the CPU.
 
-- A variable defined as a string device (``device = "cuda:0"``,
-  ``dev = "cuda" if torch.cuda.is_available() else "cpu"``) becomes a
-  ``torch.device``; its comparisons with strings are rewritten to
-  ``device.type == "cuda"``, because a ``torch.device`` never equals a string.
-  If the variable is used as a string elsewhere (``.startswith``, slicing,
-  concatenation), nothing is converted and the use is reported.
+- A variable hard-coded to CUDA (``device = "cuda:0"``, ``dev = torch.device("cuda")``)
+  becomes the shared ``torch.device(... if torch.cuda.is_available() else "cpu")``;
+  its comparisons with strings are rewritten to ``device.type == "cuda"``, because a
+  ``torch.device`` never equals a string. If the variable is used as a string
+  elsewhere (``.startswith``, slicing, concatenation), nothing is converted and the
+  use is reported. A string that already falls back to the CPU
+  (``"cuda" if torch.cuda.is_available() else "cpu"``, an argparse default) is
+  correct code and stays: ``.to()`` and ``device=`` accept strings.
 - A comparison of an existing ``torch.device`` variable with a string is the same
   bug and is fixed the same way.
 - A deliberate ``"cpu"`` is intent and stays; ``"cuda:1"`` names a second GPU on
@@ -87,10 +89,6 @@ class StringDevice(Rule):
         """The torch.device form of a string device definition, or None if it is not one."""
         if hardcoded_cuda(self.metadata, value):
             return device_expression(self.state.config.device_style, self.torch_alias)
-        if _string_choice(value):
-            if _is_availability_choice(self.metadata, value):
-                return device_expression(self.state.config.device_style, self.torch_alias)
-            return cst.Call(cst.Attribute(cst.Name(self.torch_alias), cst.Name("device")), [cst.Arg(value)])
         return None
 
     def _string_only_use(self, name: cst.Name) -> bool:
@@ -192,6 +190,8 @@ class StringDevice(Rule):
     VALID = [
         Valid('import torch\nx = torch.ones(2).to("cpu")\ny = torch.zeros(2, device="cpu")\n'),
         Valid('import torch\nz = torch.ones(2, device="cuda:1")  # a second GPU on purpose\n'),
+        Valid('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+              'if device == "cuda":\n    print("gpu")\nx = torch.ones(2, device=device)\n'),
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
               'if device.type == "cuda":\n    torch.backends.cudnn.benchmark = True\n'),
     ]
@@ -202,10 +202,16 @@ class StringDevice(Rule):
             "x = torch.ones(2, device=device)\ny = x.to(device)\n",
         ),
         Invalid(
-            'import torch\ndevice = "cuda:0" if torch.cuda.is_available() else "cpu"\n'
+            'import torch\ndevice = "cuda"\n'
             'if device == "cuda":\n    print("gpu")\nx = torch.ones(2, device=device)\n',
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             'if device.type == "cuda":\n    print("gpu")\nx = torch.ones(2, device=device)\n',
+        ),
+        Invalid(
+            'import torch\ndev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'pin = dev == "cuda"\n',
+            'import torch\ndev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'pin = dev.type == "cuda"\n',
         ),
         Invalid(
             'import torch\n\ndef load(path, device="cuda"):\n    return torch.load(path, map_location=device)\n',
@@ -222,20 +228,3 @@ class StringDevice(Rule):
             'import torch\ndev = "cuda"\nprint(dev.upper())\nx = torch.ones(2, device=dev)\n',
         ),
     ]
-
-
-def _string_choice(value: cst.BaseExpression) -> bool:
-    """``"cuda" if cond else "cpu"``: strings on both sides, CUDA on one."""
-    if not isinstance(value, cst.IfExp):
-        return False
-    sides = (value.body, value.orelse)
-    return all(isinstance(s, cst.SimpleString) or _string_choice(s) for s in sides) and any(
-        cuda_string(s) or _string_choice(s) for s in sides)
-
-
-def _is_availability_choice(metadata, value: cst.IfExp) -> bool:
-    """``"cuda" if torch.cuda.is_available() else "cpu"``: exactly the shared default."""
-    return (isinstance(value.test, cst.Call)
-            and "torch.cuda.is_available" in qualified_names(metadata, value.test.func)
-            and cuda_string(value.body) is not None
-            and isinstance(value.orelse, cst.SimpleString) and value.orelse.evaluated_value == "cpu")

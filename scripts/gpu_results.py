@@ -17,6 +17,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICE_ERROR_MARKERS = ("Expected all tensors to be on the same device", "same device",
+                        "Input and hidden tensors are not at the same device",
                         "can't convert cuda", "Input type (", "should be the same",
                         "indices should be either on cpu", "Expected object of device type")
 
@@ -41,6 +42,7 @@ def prepare(outdir: str) -> None:
 
 
 def _outcome(path: str) -> tuple[str, str]:
+    path = os.path.abspath(path)
     proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300,
                           cwd=os.path.dirname(path))
     if proc.returncode == 0:

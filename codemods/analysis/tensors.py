@@ -1,21 +1,42 @@
-"""Where a tensor goes: does it meet device code, or only CPU-side data code?"""
+"""Where a tensor goes: does it meet device code, or only CPU-side data code?
+
+Syntax only, through libcst's scope analysis (assignments and their accesses), so
+every answer is "surely" or "don't know"; rules act on "surely" only.
+"""
 
 from __future__ import annotations
 
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata import ComprehensionScope, GlobalScope, ParentNodeProvider, PositionProvider, ScopeProvider
 
-from .names import dotted, qualified_names
+from .loops import loader_call, loader_source
+from .names import dotted, keyword, positional, qualified_names
 from .roles import factory_name
-from .tree import walk
+from .tree import ancestors, walk
 
 _CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler")
+# Libraries that turn their argument into a NumPy array: a CUDA tensor fails there.
+_CPU_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "seaborn.", "PIL.", "cv2.")
 _CPU_METHODS = frozenset({"numpy", "tolist", "item", "cpu"})
 _TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "detach", "clone", "view",
                              "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous", "to",
                              "fill_", "normal_", "uniform_", "zero_", "requires_grad_", "expand"})
+# Methods that return a converted copy and leave the receiver alone: discarding the result is a no-op.
+CONVERSION_METHODS = frozenset({"to", "cpu", "cuda", "float", "double", "half", "bfloat16", "long", "int",
+                                "short", "bool", "byte", "char"})
+DTYPES = frozenset({"float", "float32", "float64", "double", "float16", "half", "bfloat16", "int", "int8",
+                    "int16", "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128",
+                    "cfloat", "cdouble"})
+
+# Factory signatures. Tensors from data take exactly one positional argument; some
+# "factories" take no ``device=`` at all; ``normal`` takes one only with a size.
+_SINGLE_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.scalar_tensor"})
+_NO_DEVICE_FACTORIES = frozenset({"torch.complex", "torch.polar"})
+_VARARG_SIZE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
+# Keywords that pin a factory to a place of their own (a CPU generator, an output buffer, pinned memory).
+_PLACED_KEYWORDS = ("device", "out", "generator", "pin_memory")
 
 
 def chain_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
@@ -45,20 +66,29 @@ def assigned_name(metadata: Mapping, node: cst.CSTNode) -> cst.Name | None:
     return None
 
 
+def uses_of(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
+    """The loads of the variable bound by ``name`` (an assignment target), in its scope."""
+    scope = metadata[ScopeProvider].get(name)
+    if scope is None:
+        return []
+    return [a.node for a in scope.accesses[name.value] if isinstance(a.node, cst.Name)]
+
+
 def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
-    """A factory whose tensor is data for a Dataset/DataLoader, iterated as samples, or
-    turned into NumPy/Python values: it belongs on the CPU."""
+    """A factory whose tensor is data for a Dataset/DataLoader, iterated as samples, used
+    as an index, or turned into NumPy/Python values: it belongs on (or is fine on) the CPU.
+
+    One such use is enough: moving the tensor to the GPU could break that use, while
+    leaving it on the CPU never introduces a new error.
+    """
     top = chain_top(metadata, call)
-    if _consumed_on_cpu(metadata, top):
+    if _consumed_on_cpu(metadata, top) or _used_as_index(metadata, top):
         return True
     name = assigned_name(metadata, call)
     if name is None:
         return False
-    scope = metadata[ScopeProvider].get(name)
-    if scope is None:
-        return False
-    uses = [a.node for a in scope.accesses[name.value] if isinstance(a.node, cst.Name)]
-    return bool(uses) and any(_consumed_on_cpu(metadata, use) for use in uses)
+    return any(_consumed_on_cpu(metadata, use) or _used_as_index(metadata, use)
+               for use in uses_of(metadata, name))
 
 
 def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode) -> bool:
@@ -68,7 +98,7 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode) -> bool:
         call = parents.get(parent)
         if isinstance(call, cst.Call):
             names = qualified_names(metadata, call.func) | {dotted(call.func) or ""}
-            return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) for n in names)
+            return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) or n.startswith(_CPU_LIBRARIES) for n in names)
     if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _CPU_METHODS:
         return True
     if isinstance(parent, cst.For) and parent.iter is node:
@@ -76,8 +106,81 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode) -> bool:
     return False
 
 
+def _used_as_index(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """``data[perm]``, ``data[perm[:k]]``: CPU indices work on any device, GPU indices
+    into a CPU tensor fail. Stops at the first enclosing statement."""
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, cst.SubscriptElement):
+            return True  # ``perm[:k]`` on its way there counts too: the walk goes on through it
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement, cst.Call, cst.Lambda)):
+            return False
+    return False
+
+
+def in_signature(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """Inside a parameter default, annotation or decorator: runs at ``def`` time, where
+    neither the function's parameters nor its locals exist yet."""
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, (cst.Parameters, cst.Decorator, cst.Annotation)):
+            return True
+        if isinstance(parent, (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Module)):
+            return False
+    return False
+
+
+def is_dtype(metadata: Mapping, expr: cst.BaseExpression) -> bool:
+    """``torch.float16``, ``th.long``, ``x.dtype``: an expression that surely is a dtype."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "dtype":
+        return True
+    return any(n.startswith("torch.") and n[6:] in DTYPES for n in qualified_names(metadata, expr))
+
+
+def accepts_device_keyword(metadata: Mapping, call: cst.Call) -> bool:
+    """May ``device=`` be added to this factory call without changing what it means?
+
+    No for calls that already place the tensor (``device=``, ``out=``, ``generator=``,
+    ``pin_memory=``), that may pass it hidden (``**kwargs``, extra positional arguments
+    of ``torch.tensor``), or whose overload takes no device (``complex``, ``polar``,
+    ``normal(mean_tensor, std_tensor)``).
+    """
+    name = factory_name(metadata, call)
+    if name is None or name in _NO_DEVICE_FACTORIES:
+        return False
+    if any(keyword(call, k) is not None for k in _PLACED_KEYWORDS):
+        return False
+    if any(a.star == "**" for a in call.args):
+        return False
+    if any(a.star == "*" for a in call.args) and name not in _VARARG_SIZE_FACTORIES:
+        return False
+    if name in _SINGLE_DATA_FACTORIES and len(positional(call)) != 1:
+        return False
+    if name == "torch.normal":  # only ``normal(mean, std, size)`` creates a tensor from scratch
+        return len(positional(call)) >= 3 or keyword(call, "size") is not None
+    return True
+
+
+def bound_before(metadata: Mapping, node: cst.CSTNode, name: str) -> bool:
+    """Is ``name`` usable at ``node``? False when it is a local of the enclosing function
+    that is only assigned further down (writing it there raises UnboundLocalError)."""
+    scope = metadata[ScopeProvider].get(node)
+    while isinstance(scope, ComprehensionScope):
+        scope = scope.parent
+    if scope is None or isinstance(scope, GlobalScope):
+        return True  # module level: DM101 places the shared variable above its first use
+    local = [a for a in scope.assignments[name] if a.scope is scope]
+    if not local:
+        return True
+    line = _line(metadata, node)
+    return any(isinstance(a.node, cst.Param) or _line(metadata, a.node) < line for a in local)
+
+
+def _line(metadata: Mapping, node: cst.CSTNode) -> int:
+    position = metadata.get(PositionProvider, {}).get(node)
+    return position.start.line if position is not None else 0
+
+
 def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
-    """A factory call, a tensor method chain on one, or a name assigned from either."""
+    """A factory call, a tensor method chain on one, or a name assigned once from either."""
     node = expr
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
             node.func.attr.value in _TENSOR_METHODS:
@@ -99,6 +202,78 @@ def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
         if isinstance(parent, cst.AssignTarget) and isinstance(assign, cst.Assign) and assign.value is not expr:
             return not any(n is expr for n in walk(assign.value)) and is_surely_tensor(metadata, assign.value)
     return False
+
+
+def surely_tensor_variable(metadata: Mapping, name: cst.Name) -> bool:
+    """Does the variable ``name`` (a load) hold a tensor wherever it is bound?
+
+    Every binding in ``name``'s own scope must make a tensor: ``x = <factory or tensor
+    chain>``, ``x = x.<conversion>(...)``, ``x += ...``, or a ``for x, y in loader``
+    unpacking of a DataLoader batch. Parameters, imports, ``global`` names and bindings
+    in enclosing scopes are "don't know".
+    """
+    scope = metadata[ScopeProvider].get(name)
+    if scope is None:
+        return False
+    bindings = list(scope[name.value])
+    if not bindings or any(b.scope is not scope for b in bindings):
+        return False
+    return all(_binds_tensor(metadata, b.node, name.value) for b in bindings)
+
+
+def _binds_tensor(metadata: Mapping, target: cst.CSTNode, variable: str) -> bool:
+    parents = metadata[ParentNodeProvider]
+    if not isinstance(target, cst.Name):
+        return False
+    parent = parents.get(target)
+    if isinstance(parent, cst.AugAssign):
+        return True  # ``x += y`` keeps a tensor a tensor
+    if isinstance(parent, cst.AssignTarget):
+        assign = parents.get(parent)
+        return isinstance(assign, cst.Assign) and _makes_tensor(metadata, assign.value, variable)
+    if isinstance(parent, cst.AnnAssign) and parent.value is not None:
+        return _makes_tensor(metadata, parent.value, variable)
+    return _loader_batch_element(metadata, target)
+
+
+def _makes_tensor(metadata: Mapping, value: cst.BaseExpression, variable: str) -> bool:
+    """``torch.zeros(3)``, ``t.float()`` for a surely-tensor ``t``, or ``x.to(device)`` of the variable itself."""
+    node = value
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            node.func.attr.value in _TENSOR_METHODS | CONVERSION_METHODS:
+        node = node.func.value
+    if isinstance(node, cst.Name) and node.value == variable and node is not value:
+        return True  # a conversion of the variable's own (tensor) value
+    if isinstance(node, cst.Name) and node.value == variable:
+        return False
+    return is_surely_tensor(metadata, value)
+
+
+def _loader_batch_element(metadata: Mapping, target: cst.Name) -> bool:
+    """``x`` in ``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)``: the
+    default collate function stacks sample tensors into batch tensors."""
+    parents = metadata[ParentNodeProvider]
+    node: cst.CSTNode = target
+    unpacked = False
+    while True:
+        parent = parents.get(node)
+        if isinstance(parent, cst.Element):
+            parent = parents.get(parent)
+        if isinstance(parent, (cst.Tuple, cst.List)):
+            node, unpacked = parent, True
+            continue
+        break
+    loop = parents.get(node)
+    if not unpacked or not isinstance(loop, cst.For) or loop.target is not node:
+        return False
+    source, enumerated = loader_source(metadata, loop.iter)
+    if enumerated and isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 2 and \
+            node.elements[0].value is target:
+        return False  # the enumerate counter
+    if enumerated and isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 2 and \
+            node.elements[1].value is target:
+        return False  # the whole batch, not an unpacked element
+    return isinstance(source, cst.Name) and loader_call(metadata, source) is not None
 
 
 def _torch_function_of_tensor(metadata: Mapping, call: cst.Call) -> bool:

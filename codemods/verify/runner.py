@@ -19,6 +19,7 @@ from typing import Iterator, Sequence
 
 DEVICE_ERROR_PATTERNS = (
     "Expected all tensors to be on the same device",
+    "Input and hidden tensors are not at the same device",
     "can't convert cuda",
     "indices should be either on cpu or on the same device",
     "module must have its parameters and buffers on device",

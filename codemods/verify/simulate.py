@@ -24,6 +24,9 @@ from .virtual_devices import CPU, CUDA, DeviceTable, normalize, tensors_in
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, {0} and {1}!"
 NUMPY_ON_CUDA = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                  "to host memory first.")
+RNN_MISMATCH = ("Input and hidden tensors are not at the same device, found input tensor at {0} and hidden "
+                "tensor at {1}")
+_RNN_FUNCTIONS = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 INDEX_ON_OTHER_DEVICE = "indices should be either on cpu or on the same device as the indexed tensor (cpu)"
 _T = torch.Tensor
 # Operations that may take tensors on different devices, as in real PyTorch.
@@ -91,6 +94,8 @@ class SimulatedCuda(TorchFunctionMode):
             return base
         distinct = sorted(set(devices), reverse=True)  # "cuda:0" before "cpu", as PyTorch prints it
         if len(distinct) > 1 and func not in _MAY_MIX:
+            if getattr(func, "__name__", "") in _RNN_FUNCTIONS and len(devices) > 1:
+                raise RuntimeError(RNN_MISMATCH.format(devices[0], next(d for d in devices if d != devices[0])))
             raise RuntimeError(MISMATCH.format(*distinct[:2]))
         return distinct[0] if distinct else CPU
 

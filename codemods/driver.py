@@ -72,6 +72,10 @@ def process_file(path: str, config: Config, mode: Mode) -> FileReport:
     except RecursionError:
         report.error = "0:0: cannot process: nesting too deep"
         return report
+    except Exception as exc:  # a rule bug must cost one file, never the run
+        report.error = (f"0:0: internal error ({type(exc).__name__}: {exc}); file left unchanged, "
+                        "please report this")
+        return report
     report.findings, report.skipped = result.findings, result.skipped
     if not result.changed:
         return report

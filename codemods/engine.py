@@ -7,6 +7,7 @@ run is a no-op), re-parse the output, and only then hand it back.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -107,7 +108,15 @@ def parse(source: str) -> cst.Module:
     except cst.ParserSyntaxError as exc:
         reason = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
         reason = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", reason)
-        raise SourceError(f"cannot parse: {reason}", exc.raw_line, exc.raw_column + 1) from exc
+        line, column = exc.raw_line, exc.raw_column + 1
+        try:  # CPython points at the mistake itself; libcst often at the token after it
+            compile(source, "<file>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as syntax:
+            line, column = syntax.lineno or line, syntax.offset or column
+            reason = syntax.msg or reason
+        except (ValueError, RecursionError, MemoryError):
+            pass
+        raise SourceError(f"cannot parse: {reason}", line, column) from exc
     except (RecursionError, ValueError) as exc:  # pathological nesting, odd bytes
         raise SourceError(f"cannot parse: {exc}") from exc
 
@@ -127,7 +136,13 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
             state.changed = False
             if wrapper is None:
                 wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-            result = wrapper.visit(rule_cls(context))
+            try:
+                result = wrapper.visit(rule_cls(context))
+            except (SourceError, RecursionError):
+                raise
+            except Exception as exc:  # a rule bug: report it, never write half a rewrite
+                raise SourceError(f"internal error in rule {rule_cls.CODE} ({type(exc).__name__}: {exc}); "
+                                  "file left unchanged, please report this") from exc
             if state.changed:
                 module, wrapper, pass_changed = result, None, True
         fixed.extend(f for f in state.findings if f.fixed)

@@ -1,7 +1,7 @@
 """The device in scope: one lookup that every rule uses to say "the right device here".
 
 - training code and module level: the shared variable (``device``), or a ``device``
-  parameter / local definition of the enclosing function;
+  parameter of the enclosing function (or of a function around a closure);
 - inside an ``nn.Module`` method: the device of a tensor argument (``x.device``), an
   existing ``self.device``, else ``next(self.parameters()).device``; never the module
   global, which breaks DataParallel replicas and reuse of the module elsewhere;
@@ -16,7 +16,7 @@ from typing import Mapping
 
 import libcst as cst
 
-from .tree import walk
+from .tree import ancestors, walk
 from .names import dotted, qualified_names
 from .scopes import ClassFacts, Place, ScopeKind, enclosing_place
 
@@ -147,11 +147,19 @@ class DeviceLookup:
             return self._model_device(place)
         if place.kind is ScopeKind.OTHER_METHOD:
             return None  # unknown objects: no safe guess
-        if place.function is not None:
-            local = self._function_device_name(place.function)
+        for function in self._enclosing_functions(node):
+            local = self._function_device_name(function)
             if local:
                 return cst.Name(local)
         return cst.Name(self.shared_name)
+
+    def _enclosing_functions(self, node: cst.CSTNode):
+        """The defs around ``node``, innermost first: a closure sees its outer function's device."""
+        for parent in ancestors(self.metadata, node):
+            if isinstance(parent, cst.FunctionDef):
+                yield parent
+            elif isinstance(parent, cst.ClassDef):
+                return
 
     def why_no_device(self, node: cst.CSTNode) -> str:
         """A one-line reason for a report where ``expression_for`` gave None."""

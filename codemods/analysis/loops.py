@@ -1,65 +1,121 @@
-"""DataLoader loops: which ``for`` loops iterate batches, and what each batch looks like."""
+"""DataLoader loops: which ``for`` loops iterate batches, and what each batch looks like.
+
+Syntax only: a loop is a loader loop when its iterable is (a wrapper around) a name
+assigned from ``DataLoader(...)`` under any import alias, a parameter named like a
+loader, a ``get_*loader(...)`` result, or a list of sample tensors. How a batch is
+used in the body (``batch["x"]``, ``model(batch)``, ``x, y = batch``) decides how to
+move it; anything else is "unknown" and the rule reports instead of guessing.
+"""
 
 from __future__ import annotations
 
 import enum
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from .names import dotted, keyword, qualified_names
+from .names import dotted, keyword, method_call, qualified_names
 from .roles import factory_name, is_loader_constructor
 from .tree import walk
 
-_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm"})
-_LOADER_PARAM_NAMES = frozenset({"dl", "train_dl", "val_dl", "valid_dl", "test_dl", "dataloader"})
+_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
+_TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm"})
+_LOADER_PARAM_NAMES = frozenset({"dl", "train_dl", "val_dl", "valid_dl", "test_dl", "eval_dl", "dataloader"})
+_DICT_METHODS = frozenset({"items", "keys", "values", "get"})
+# Attributes and methods that only a tensor has among the things a loader yields.
+_TENSOR_ATTRIBUTES = frozenset({
+    "to", "cuda", "size", "shape", "dim", "ndim", "float", "long", "int", "half", "double", "bool",
+    "view", "reshape", "unsqueeze", "squeeze", "permute", "transpose", "contiguous", "flatten",
+    "numel", "dtype", "type", "detach", "clone", "max", "min", "sum", "mean", "argmax", "t", "T",
+})
+_MOVES = ("to", "cuda")
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 class BatchShape(enum.Enum):
-    TENSOR = "tensor"   # used as a tensor: batch = batch.to(device)
-    DICT = "dict"       # batch["x"], batch.items(): a dict comprehension
-    SEQUENCE = "sequence"  # batch[0], x, y = batch: a list comprehension
-    UNKNOWN = "unknown"  # attributes (custom objects) or nothing to go on
+    TENSOR = "tensor"      # used as a tensor: batch = batch.to(device)
+    DICT = "dict"          # batch["x"], batch.items(), model(**batch): a dict comprehension
+    SEQUENCE = "sequence"  # x, y = batch / batch[0]: move the unpacked names
+    UNKNOWN = "unknown"    # attributes (custom objects), mixed use or nothing to go on
 
 
+@dataclass(frozen=True)
+class Loader:
+    """A loop's batch source: the ``DataLoader(...)`` call when one is visible."""
+
+    label: str
+    call: cst.Call | None
+    enumerated: bool
+
+    @property
+    def pins_memory(self) -> bool:
+        """``pin_memory=`` set to anything but False/None: pinned batches can copy asynchronously."""
+        arg = keyword(self.call, "pin_memory") if self.call is not None else None
+        return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
+
+
+# -- which loops iterate a loader ---------------------------------------------------------------
 def loader_source(metadata: Mapping, iterable: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
-    """Strip ``enumerate(...)``/``tqdm(...)``; the flag says whether ``enumerate`` was one."""
+    """Strip ``enumerate(...)``/``tqdm(...)``/``iter(...)``; the flag says whether ``enumerate`` was one."""
     enumerated = False
-    while isinstance(iterable, cst.Call) and iterable.args and (
-            dotted(iterable.func) in _WRAPPERS or qualified_names(metadata, iterable.func) & {"tqdm.tqdm"}):
+    while isinstance(iterable, cst.Call) and iterable.args and iterable.args[0].keyword is None and (
+            dotted(iterable.func) in _WRAPPERS or qualified_names(metadata, iterable.func) & _TQDM):
         enumerated = enumerated or dotted(iterable.func) == "enumerate"
         iterable = iterable.args[0].value
     return iterable, enumerated
 
 
-def loader_call(metadata: Mapping, name: cst.Name) -> cst.Call | None | bool:
-    """The ``DataLoader(...)`` call a name was assigned from; True for a loader parameter or
-    a list of sample tensors; None when the name is not a loader."""
+def find_loader(metadata: Mapping, iterable: cst.BaseExpression) -> Loader | None:
+    """The loader a ``for`` loop iterates, or None when it is not (surely) a loader."""
+    source, enumerated = loader_source(metadata, iterable)
+    if isinstance(source, cst.Call) and is_loader_constructor(metadata, source):
+        return Loader("DataLoader(...)", source, enumerated)
+    if not isinstance(source, cst.Name):
+        return None
+    found = _loader_name(metadata, source)
+    if found is None:
+        return None
+    return Loader(source.value, found if isinstance(found, cst.Call) else None, enumerated)
+
+
+def _loader_name(metadata: Mapping, name: cst.Name) -> cst.Call | bool | None:
+    """The ``DataLoader(...)`` a name was assigned from; True for another sure loader; None when
+    the name is not one, or when something else (``accelerator.prepare``) places its batches."""
     scope = metadata[ScopeProvider].get(name)
     if scope is None:
         return None
+    found: cst.Call | bool | None = None
     for assignment in scope[name.value]:
         node = getattr(assignment, "node", None)
-        parent = metadata[ParentNodeProvider].get(node) if node is not None else None
         if isinstance(node, cst.Param):
-            if _loader_param(node):
-                return True
+            found = found or _loader_param(node)
             continue
-        grand = metadata[ParentNodeProvider].get(parent) if parent is not None else None
-        if isinstance(parent, cst.AssignTarget) and isinstance(grand, cst.Assign):
-            value = grand.value
-            if isinstance(value, cst.Call) and is_loader_constructor(metadata, value):
-                return value
-            if isinstance(value, cst.ListComp) and factory_name(metadata, _innermost_call(value.elt)):
-                return True
+        value = _assigned_value(metadata, node)
+        if value is None:
+            continue
+        if isinstance(value, cst.Call) and method_call(value, "prepare", "setup_dataloaders"):
+            return None  # Accelerate / Fabric move batches to each process's device themselves
+        if isinstance(value, cst.Call) and is_loader_constructor(metadata, value):
+            found = value
+        elif found is None and _loader_factory(name.value, value) or _sample_tensors(metadata, value):
+            found = found or True
+    return found or None
+
+
+def _assigned_value(metadata: Mapping, target: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """The right-hand side of the assignment binding ``target`` (also inside a tuple target)."""
+    parents = metadata[ParentNodeProvider]
+    current = target
+    while current is not None:
+        parent = parents.get(current)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            return parent.value if current is not parent.value else None
+        if not isinstance(parent, (cst.AssignTarget, cst.Element, cst.Tuple, cst.List)):
+            return None
+        current = parent
     return None
-
-
-def _innermost_call(node: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Call):
-        node = node.func.value
-    return node
 
 
 def _loader_param(param: cst.Param) -> bool:
@@ -69,65 +125,182 @@ def _loader_param(param: cst.Param) -> bool:
             or bool(annotation and annotation.endswith("DataLoader")))
 
 
-def pins_memory(call: cst.Call | None | bool) -> bool:
-    if not isinstance(call, cst.Call):
+def _loader_factory(name: str, value: cst.BaseExpression) -> bool:
+    """``train_loader = get_loader(...)``: both the name and the function say "loader"."""
+    callee = dotted(value.func) if isinstance(value, cst.Call) else None
+    return bool(callee) and "loader" in name.lower() and "loader" in callee.rsplit(".", 1)[-1].lower()
+
+
+def _sample_tensors(metadata: Mapping, value: cst.BaseExpression) -> bool:
+    """``[torch.randn(1, 10) for _ in range(n)]``: a list of CPU sample tensors."""
+    if not isinstance(value, cst.ListComp):
         return False
-    arg = keyword(call, "pin_memory")
-    return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "True"
+    call = value.elt
+    while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+        call = call.func.value
+    return factory_name(metadata, call) is not None and keyword(call, "device") is None  # type: ignore[arg-type]
 
 
-def batch_shape(name: str, body: cst.CSTNode) -> BatchShape:
-    """How the loop body uses a batch variable named ``name``."""
-    shapes: set[BatchShape] = set()
+# -- how the body uses a batch --------------------------------------------------------------------
+def _uses(metadata: Mapping, body: cst.CSTNode, name: str) -> Iterator[tuple[cst.Name, cst.CSTNode]]:
+    """Reads of ``name`` in ``body`` with their parent (not attribute names or keywords)."""
+    parents = metadata[ParentNodeProvider]
     for node in walk(body):
-        if isinstance(node, cst.Subscript) and _is(node.value, name):
-            index = node.slice[0].slice if len(node.slice) == 1 else None
-            value = index.value if isinstance(index, cst.Index) else None
-            shapes.add(BatchShape.DICT if isinstance(value, cst.SimpleString) else BatchShape.SEQUENCE)
-        elif isinstance(node, cst.Attribute) and _is(node.value, name):
-            attr = node.attr.value
-            if attr in ("items", "keys", "values", "get"):
-                shapes.add(BatchShape.DICT)
-            elif attr not in ("to", "cuda", "size", "shape", "dim", "float", "long"):
-                shapes.add(BatchShape.UNKNOWN)
-            else:
-                shapes.add(BatchShape.TENSOR)
-        elif isinstance(node, cst.Assign) and _is(node.value, name) and isinstance(
-                node.targets[0].target, (cst.Tuple, cst.List)):
-            shapes.add(BatchShape.SEQUENCE)
-        elif isinstance(node, cst.Arg) and _is(node.value, name):
-            shapes.add(BatchShape.TENSOR)
-    if len(shapes) == 1:
-        return shapes.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            parent = parents.get(node)
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                continue
+            if isinstance(parent, (cst.Arg, cst.Param)) and getattr(parent, "keyword", None) is node:
+                continue
+            yield node, parent
+
+
+def evidence(metadata: Mapping, body: cst.CSTNode, name: str,
+             is_model: Callable[[cst.BaseExpression], bool]) -> set[str]:
+    """What the body does with ``name``: "dict", "index" (``[0]``), "unpack", "iter", "tensor",
+    "attr" (an attribute no tensor has: a custom object) and "alias" (``other = name``)."""
+    parents = metadata[ParentNodeProvider]
+    found: set[str] = set()
+    for node, parent in _uses(metadata, body, name):
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            found.add(_index_kind(parent))
+        elif isinstance(parent, cst.Attribute):
+            attr = parent.attr.value
+            found.add("dict" if attr in _DICT_METHODS else "tensor" if attr in _TENSOR_ATTRIBUTES else "attr")
+        elif isinstance(parent, cst.Arg):
+            call = parents.get(parent)
+            if parent.star == "**":
+                found.add("dict")
+            elif parent.star == "*":
+                found.add("unpack")
+            elif isinstance(call, cst.Call) and is_model(call.func):
+                found.add("tensor")
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            found.add("unpack" if all(isinstance(t, (cst.Tuple, cst.List)) for t in targets) else "alias")
+        elif isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+            found.add("iter")
+        elif isinstance(parent, cst.BinaryOperation):
+            found.add("tensor")
+    found.discard("")
+    return found
+
+
+def _index_kind(subscript: cst.Subscript) -> str:
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return "tensor"  # ``x[:, 0]``, ``x[1:]``
+    value = subscript.slice[0].slice.value
+    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return "dict"
+    if isinstance(value, cst.Integer) or (isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer)):
+        return "index"
+    return ""  # ``batch[i]``: could be anything
+
+
+def batch_shape(found: set[str]) -> BatchShape:
+    """The shape of a single loop variable, from its ``evidence``."""
+    if found == {"dict"}:
+        return BatchShape.DICT
+    if found == {"tensor"}:
+        return BatchShape.TENSOR
+    if found and found <= {"unpack", "index"}:
+        return BatchShape.SEQUENCE
     return BatchShape.UNKNOWN
 
 
-def _is(node: cst.CSTNode, name: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == name
+def unpacking(metadata: Mapping, statements: Sequence[cst.BaseStatement], name: str) -> tuple[int, list[str]] | None:
+    """``x, y = batch`` (or ``x = batch[0]; y = batch[1]``) near the top of the body, and no other
+    use of ``batch``: where to insert the move (after the last unpacking line) and the names."""
+    names: list[str] = []
+    end = None
+    for index, statement in enumerate(statements):
+        mentions = any(True for _ in _uses(metadata, statement, name))
+        unpacked = _unpacked_names(statement, name)
+        if unpacked is not None and (end is None or end == index):
+            names += unpacked
+            end = index + 1
+        elif mentions:
+            return None  # used in some other way: no single place to move it
+    return (end, names) if end is not None and names and len(set(names)) == len(names) else None
 
 
-def moved_in(body: cst.CSTNode, names: set[str]) -> bool:
-    """Is any of ``names`` already moved in the body (``x.to(...)``, ``x.cuda()``, ``batch[0].to``)?"""
+def _unpacked_names(statement: cst.BaseStatement, name: str) -> list[str] | None:
+    """``a, b = name`` / ``a = name[0]`` / ``a, b = name[0], name[1]``: the plain names bound."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    targets = plain_names(assign.targets[0].target)
+    value = assign.value
+    if targets is None:
+        return None
+    if isinstance(value, cst.Name) and value.value == name and isinstance(assign.targets[0].target, (cst.Tuple, cst.List)):
+        return targets
+    parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+    if len(parts) == len(targets) and all(_indexes(p, name) for p in parts):
+        return targets
+    return None
+
+
+def _indexes(node: cst.CSTNode, name: str) -> bool:
+    return (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == name
+            and _index_kind(node) == "index")
+
+
+def plain_names(target: cst.BaseExpression) -> list[str] | None:
+    """Plain names of a target (``x`` or ``x, y``); None for nested, starred or attribute targets."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        if all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements):
+            return [e.value.value for e in target.elements]  # type: ignore[union-attr]
+    return None
+
+
+# -- already moved, or must stay on the CPU ---------------------------------------------------------
+def moved_in(body: cst.CSTNode, names: set[str], device_names: set[str]) -> bool:
+    """Is any of ``names`` already moved in the body? ``x.to(...)``, ``x.cuda()``, ``batch[0].to``,
+    ``{k: v.to(d) for k, v in batch.items()}``, ``[t.to(d) for t in batch]`` or a helper that
+    takes the batch and a device (``to_device(batch, device)``, ``move_to_cuda(batch)``)."""
+    def mentions(node: cst.CSTNode) -> bool:
+        return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
+
+    def has_move(node: cst.CSTNode) -> bool:
+        return any(isinstance(n, cst.Call) and method_call(n, *_MOVES) for n in walk(node))
+
     for node in walk(body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
-                "to", "cuda"):
-            if any(isinstance(n, cst.Name) and n.value in names for n in walk(node.func.value)):
-                return True
-        if isinstance(node, cst.DictComp) and any(
-                isinstance(n, cst.Name) and n.value in names for n in walk(node.for_in.iter)):
+        if isinstance(node, cst.Call) and method_call(node, *_MOVES) and mentions(node.func.value):  # type: ignore[attr-defined]
             return True
+        if isinstance(node, _COMPREHENSIONS) and mentions(node.for_in.iter) and has_move(node):
+            return True
+        if isinstance(node, cst.Call) and any(mentions(a.value) for a in node.args):
+            callee = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
+            if "device" in callee or "cuda" in callee or any(_is_device(a.value, device_names) for a in node.args):
+                return True
     return False
 
 
-def cpu_only_lengths(metadata: Mapping, body: cst.CSTNode) -> set[str]:
-    """Names passed as ``lengths`` to ``pack_padded_sequence``: they must stay on the CPU."""
+def _is_device(node: cst.BaseExpression, device_names: set[str]) -> bool:
+    return (isinstance(node, cst.Name) and node.value in device_names) or (
+        isinstance(node, cst.Attribute) and node.attr.value == "device")
+
+
+def cpu_only_lengths(metadata: Mapping, body: cst.CSTNode, names: Sequence[str], packs_anywhere: bool) -> set[str]:
+    """Loop variables that must stay on the CPU: ``pack_padded_sequence``'s ``lengths`` argument,
+    and, when the file packs sequences anywhere (a model's forward), names that say "len"."""
     found: set[str] = set()
     for node in walk(body):
-        if isinstance(node, cst.Call) and any(
-                q.endswith("pack_padded_sequence") for q in qualified_names(metadata, node.func) | {
-                    dotted(node.func) or ""}):
-            args = [a for a in node.args if a.keyword is None]
+        if isinstance(node, cst.Call) and is_pack_padded(metadata, node):
+            args = [a for a in node.args if a.keyword is None and not a.star]
             lengths = keyword(node, "lengths") or (args[1] if len(args) > 1 else None)
             if lengths is not None and isinstance(lengths.value, cst.Name):
                 found.add(lengths.value.value)
+    if packs_anywhere:
+        found |= {n for n in names if "len" in n.lower()}
     return found
+
+
+def is_pack_padded(metadata: Mapping, call: cst.Call) -> bool:
+    names = qualified_names(metadata, call.func) | {dotted(call.func) or ""}
+    return any(n.endswith("pack_padded_sequence") for n in names)

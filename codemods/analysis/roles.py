@@ -12,7 +12,7 @@ from typing import Mapping
 
 import libcst as cst
 
-from .names import last_part, qualified_names
+from .names import dotted, last_part, qualified_names
 from .scopes import ClassFacts
 
 MODEL_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model", "transformers.")
@@ -62,3 +62,99 @@ def is_model_constructor(metadata: Mapping, call: cst.Call, facts: ClassFacts) -
 
 def is_loader_constructor(metadata: Mapping, call: cst.Call) -> bool:
     return bool(qualified_names(metadata, call.func) & LOADER_CLASSES)
+
+
+# -- models, wrappers and losses as DM202 sees them -------------------------------------------
+DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                           "torch.nn.parallel.data_parallel.DataParallel"})
+DISTRIBUTED_DATA_PARALLEL = frozenset({"torch.nn.parallel.DistributedDataParallel",
+                                       "torch.nn.parallel.distributed.DistributedDataParallel",
+                                       "torch.nn.DistributedDataParallel"})
+# ``X.from_pretrained`` also builds tokenizers, configs, processors and schedulers: no ``.to``.
+_NOT_MODEL_WORDS = ("Tokenizer", "Config", "Processor", "Extractor", "Scheduler", "Arguments", "Trainer")
+# torchvision.models functions that return weights or names, not modules.
+_TORCHVISION_NON_MODELS = frozenset({"list_models", "get_model_weights", "get_weight", "get_model_builder"})
+# Keywords that already place (or dispatch) what a constructor builds: a ``.to`` would be redundant or fail.
+PLACING_KEYWORDS = ("device", "device_map", "load_in_8bit", "load_in_4bit", "quantization_config")
+# Losses whose first positional parameter is the ``weight`` tensor.
+_WEIGHT_FIRST_LOSSES = frozenset({"CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
+                                  "MultiLabelSoftMarginLoss"})
+_MODEL_NAME_WORDS = ("model", "net", "encoder", "decoder", "generator", "discriminator", "classifier",
+                     "critic", "policy", "backbone")
+
+
+def wrapper_kind(metadata: Mapping, call: cst.Call) -> str | None:
+    """``"dp"`` for ``nn.DataParallel(...)``, ``"ddp"`` for ``DistributedDataParallel(...)``, else None."""
+    names = qualified_names(metadata, call.func)
+    if names & DATA_PARALLEL:
+        return "dp"
+    if names & DISTRIBUTED_DATA_PARALLEL:
+        return "ddp"
+    return None
+
+
+def builds_model(metadata: Mapping, call: cst.Call, facts: ClassFacts) -> bool:
+    """A stricter ``is_model_constructor``: the call itself builds a module that has ``.to``.
+
+    Excludes method chains on a model (``Net().to(device)``: qualified names of
+    ``torchvision.models.resnet18().to`` still start with ``torchvision.models.``),
+    tokenizers/configs from ``from_pretrained``, ``transformers`` helpers that are not
+    models (``TrainingArguments``) and torchvision's weight/name helpers.
+    """
+    func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+        return False  # ``X(...).method(...)``
+    if not is_model_constructor(metadata, call, facts):
+        return False
+    if isinstance(func, cst.Name) and func.value in facts.model_classes or is_torch_nn_class(metadata, call):
+        return True
+    spelled = {dotted(func) or ""} | qualified_names(metadata, func)
+    if any(word in part for name in spelled for part in name.split(".")[-2:] for word in _NOT_MODEL_WORDS):
+        return False
+    if any(n.startswith("torchvision.models.") and n.rsplit(".", 1)[-1] in _TORCHVISION_NON_MODELS
+           or n.startswith("torchvision.models.") and n.endswith("_Weights") for n in spelled):
+        return False
+    transformers = {n for n in spelled if n.startswith("transformers.")}
+    if transformers and not any(_transformers_model(n) for n in transformers):
+        return False
+    return True
+
+
+def _transformers_model(name: str) -> bool:
+    """``transformers.AutoModelForX.from_pretrained`` / ``transformers.BertModel(...)``."""
+    parts = name.split(".")
+    cls = parts[-2] if parts[-1] in ("from_pretrained", "from_config") else parts[-1]
+    return "Model" in cls or "For" in cls
+
+
+def places_itself(call: cst.Call) -> bool:
+    """The constructor already puts (or dispatches) the module somewhere: ``device=``,
+    ``device_map=``, quantised loading, or ``**kwargs`` that may carry a device."""
+    for arg in call.args:
+        if arg.star == "**":
+            return True
+        if arg.keyword is not None and arg.keyword.value in PLACING_KEYWORDS and not (
+                isinstance(arg.value, cst.Name) and arg.value.value in ("None", "False")):
+            return True
+    return False
+
+
+def loss_weight_argument(metadata: Mapping, call: cst.Call) -> cst.Arg | None:
+    """The ``weight=`` / ``pos_weight=`` tensor of a loss constructor (also ``CrossEntropyLoss(w)``)."""
+    if not is_loss_constructor(metadata, call):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("weight", "pos_weight"):
+            if not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+                return arg
+    first = next((a for a in call.args if a.keyword is None and not a.star), None)
+    if first is not None and last_part(is_torch_nn_class(metadata, call)) & _WEIGHT_FIRST_LOSSES:
+        if not (isinstance(first.value, cst.Name) and first.value.value == "None"):
+            return first
+    return None
+
+
+def looks_like_model_name(name: str) -> bool:
+    """``model``, ``net``, ``self.encoder``, ``G``-style names aside: callee names that are models."""
+    last = name.rsplit(".", 1)[-1].lower()
+    return any(word in last for word in _MODEL_NAME_WORDS)

@@ -11,7 +11,7 @@ from typing import Mapping
 import libcst as cst
 from libcst.metadata import ComprehensionScope, GlobalScope, ParentNodeProvider, PositionProvider, ScopeProvider
 
-from .loops import loader_call, loader_source
+from .loops import find_loader
 from .names import dotted, keyword, positional, qualified_names
 from .roles import factory_name
 from .tree import ancestors, walk
@@ -91,7 +91,18 @@ def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
                for use in uses_of(metadata, name))
 
 
-def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode) -> bool:
+def flows_only_to_cpu_name(metadata: Mapping, name: cst.Name) -> bool:
+    """Does the variable ``name`` (any load or binding of it) feed a Dataset, a DataLoader,
+    a NumPy-based library or ``.numpy()`` anywhere in its scope? Those want CPU tensors."""
+    scope = metadata[ScopeProvider].get(name)
+    if scope is None:
+        return False
+    uses = [a.node for a in scope.accesses[name.value] if isinstance(a.node, cst.Name)]
+    return any(_consumed_on_cpu(metadata, use, methods=frozenset({"numpy"}), loops=False) for use in uses)
+
+
+def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[str] = _CPU_METHODS,
+                     loops: bool = True) -> bool:
     parents = metadata[ParentNodeProvider]
     parent = parents.get(node)
     if isinstance(parent, cst.Arg):
@@ -99,21 +110,26 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode) -> bool:
         if isinstance(call, cst.Call):
             names = qualified_names(metadata, call.func) | {dotted(call.func) or ""}
             return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) or n.startswith(_CPU_LIBRARIES) for n in names)
-    if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _CPU_METHODS:
+    if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in methods:
         return True
-    if isinstance(parent, cst.For) and parent.iter is node:
+    if loops and isinstance(parent, cst.For) and parent.iter is node:
         return True
     return False
 
 
 def _used_as_index(metadata: Mapping, node: cst.CSTNode) -> bool:
-    """``data[perm]``, ``data[perm[:k]]``: CPU indices work on any device, GPU indices
-    into a CPU tensor fail. Stops at the first enclosing statement."""
+    """``data[perm]``, ``data[perm[:k]]``, ``data[perm.long()]``: CPU indices work on any
+    device, GPU indices into a CPU tensor fail. Stops at the enclosing statement and at
+    calls that take the value as an argument."""
+    child = node
     for parent in ancestors(metadata, node):
         if isinstance(parent, cst.SubscriptElement):
-            return True  # ``perm[:k]`` on its way there counts too: the walk goes on through it
-        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement, cst.Call, cst.Lambda)):
+            return True
+        if isinstance(parent, cst.Call) and parent.func is not child:
             return False
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement, cst.Lambda)):
+            return False
+        child = parent
     return False
 
 
@@ -266,14 +282,13 @@ def _loader_batch_element(metadata: Mapping, target: cst.Name) -> bool:
     loop = parents.get(node)
     if not unpacked or not isinstance(loop, cst.For) or loop.target is not node:
         return False
-    source, enumerated = loader_source(metadata, loop.iter)
-    if enumerated and isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 2 and \
-            node.elements[0].value is target:
-        return False  # the enumerate counter
-    if enumerated and isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 2 and \
-            node.elements[1].value is target:
-        return False  # the whole batch, not an unpacked element
-    return isinstance(source, cst.Name) and loader_call(metadata, source) is not None
+    loader = find_loader(metadata, loop.iter)
+    if loader is None:
+        return False
+    if loader.enumerated and isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 2 and \
+            any(e.value is target for e in node.elements):
+        return False  # the enumerate counter, or the whole batch rather than an unpacked element
+    return True
 
 
 def _torch_function_of_tensor(metadata: Mapping, call: cst.Call) -> bool:

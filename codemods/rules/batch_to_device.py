@@ -6,24 +6,44 @@ tensors to be on the same device" (or "Input type (torch.FloatTensor) and weight
 type (torch.cuda.FloatTensor) should be the same"). The expert fix is one line at
 the top of the loop body.
 
+- Loaders: names assigned from ``DataLoader(...)`` (any import alias), parameters
+  named ``*loader*`` / ``dl`` / ``train_dl`` or annotated ``DataLoader``,
+  ``train_loader = get_loader(...)``, a list of sample tensors
+  (``[torch.randn(1, 10) for _ in range(n)]``), also through ``enumerate``,
+  ``tqdm`` and ``iter``.
 - ``for x, y in loader`` and ``for i, (x, y) in enumerate(loader)``:
   ``x, y = x.to(device), y.to(device)``;
-- ``for batch in loader`` with a dict batch: ``batch = {k: v.to(device) for k, v in batch.items()}``;
-  with a single tensor: ``batch = batch.to(device)``; unpacked first thing in the body
-  (``x, y = batch``): the move goes right after the unpacking;
-- ``non_blocking=True`` when the DataLoader has ``pin_memory=True``;
-- ``pack_padded_sequence`` lengths stay on the CPU; batches already moved are left
-  alone; other shapes (custom batch objects, nested structures) are reported.
+- ``for batch in loader`` with a dict batch (``batch["x"]``, ``batch.items()``,
+  ``model(**batch)``): ``batch = {k: v.to(device) for k, v in batch.items()}``;
+  passed to a model as a tensor: ``batch = batch.to(device)``; unpacked in the body
+  (``x, y = batch``, ``x = batch[0]``): the move goes right after the unpacking;
+- ``non_blocking=True`` when the DataLoader has ``pin_memory=`` set;
+- ``pack_padded_sequence`` lengths stay on the CPU, and so do loop variables named
+  like file names or paths;
+- nothing changes where a batch is already moved in the loop (``.to``, ``.cuda()``,
+  a comprehension or a ``to_device(batch, device)`` helper), in Dataset, model or
+  other class code, or where Accelerate/Fabric prepared the loader;
+- other shapes (custom batch objects, nested or starred targets, batches used in
+  ways devmod cannot see) are reported, not rewritten.
 """
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from ..analysis.loops import (BatchShape, batch_shape, cpu_only_lengths, loader_call, loader_source,
-                              moved_in, pins_memory)
-from ..analysis.names import keyword_arg
+from ..analysis.devices import DEVICE_LIKE_NAMES
+from ..analysis.loops import (BatchShape, Loader, batch_shape, cpu_only_lengths, evidence, find_loader,
+                              moved_in, plain_names, unpacking)
+from ..analysis.names import dotted, keyword_arg
+from ..analysis.roles import builds_model, looks_like_model_name, wrapper_kind
+from ..analysis.scopes import ScopeKind
+from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
+
+# Loop variables that are surely not tensors (a default collate keeps strings as lists).
+_NOT_TENSOR_NAME = re.compile(r"(path|file|fname|filename|name|caption|text|sentence|url|meta|info)s?$", re.I)
 
 
 class BatchToDevice(Rule):
@@ -33,71 +53,125 @@ class BatchToDevice(Rule):
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
     ORDER = 45
 
+    def visit_Module(self, node: cst.Module) -> bool:
+        super().visit_Module(node)
+        self._model_names = self._models(node)
+        # The file packs sequences somewhere (maybe in forward, behind `model(x, lengths)`).
+        self._packs = any(isinstance(n, cst.Name) and n.value == "pack_padded_sequence" for n in walk(node))
+        return True
+
     def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
-        source, enumerated = loader_source(self.metadata, original_node.iter)
-        if not isinstance(source, cst.Name):
-            return updated_node
-        loader = loader_call(self.metadata, source)
-        if loader is None:
+        loader = find_loader(self.metadata, original_node.iter)
+        if loader is None or self.devices.place(original_node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return updated_node
         device = self.device_for(original_node)
-        if device is None or not isinstance(updated_node.body, cst.IndentedBlock):
+        if device is None:
             return updated_node
         target = original_node.target
-        if enumerated and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+        if loader.enumerated and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
             target = target.elements[1].value
-        names = _names(target)
+        names = plain_names(target)
         if names is None:
-            self.report(original_node, "batch shape not recognised (nested or starred); move it to the device by hand")
+            return self._unsure(original_node, updated_node, "the batch is unpacked into nested or starred names")
+        device_names = set(DEVICE_LIKE_NAMES) | {self.shared_name, *(n.value for n in walk(device) if isinstance(n, cst.Name))}
+        if moved_in(original_node.body, set(names), device_names):
             return updated_node
-        if moved_in(original_node.body, set(names)):
-            return updated_node
-        body = list(updated_node.body.body)
-        extra = [keyword_arg("non_blocking", cst.Name("True"))] if pins_memory(loader) else []
-        insert_at = 0
-        if len(names) == 1 and isinstance(target, cst.Name):
-            shape = batch_shape(names[0], original_node.body)
-            statement, insert_at, names = self._single(names[0], shape, body, device, extra)
-            if statement is None:
-                self.report(original_node, f"`{names[0]}` is not a tensor, tuple or dict batch devmod can see; "
-                                           "move it to the device by hand")
-                return updated_node
+        if not isinstance(updated_node.body, cst.IndentedBlock):
+            return self._unsure(original_node, updated_node, "the loop body is on the `for` line")
+        if isinstance(target, cst.Name):
+            plan = self._plan_single(original_node, target.value)
         else:
-            names = [n for n in names if n not in cpu_only_lengths(self.metadata, original_node.body)]
-            if not names:
-                return updated_node
-            statement = _move_names(names, device, extra)
-        if moved_in(original_node.body, set(names)):
+            plan = self._plan_many(original_node, names)
+        if isinstance(plan, str):
+            return self._unsure(original_node, updated_node, plan)
+        if plan is None:
             return updated_node
-        body.insert(insert_at, statement)
+        index, moved, dict_batch = plan
+        if index and moved_in(original_node.body, set(moved), device_names):
+            return updated_node  # ``x, y = batch`` then ``x = x.to(device)``
+        statement = _dict_move(moved[0], device, loader) if dict_batch else _move_names(moved, device, loader)
+        body = list(updated_node.body.body)
+        body.insert(index, statement)
         replacement = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
         return self.fix(original_node, updated_node, replacement,
-                        f"batch from `{source.value}` is never moved to the device")
+                        f"batch from `{loader.label}` is never moved to the device")
 
-    def _single(self, name: str, shape: BatchShape, body: list, device, extra):
+    # -- what to move, and where ------------------------------------------------------------------
+    def _plan_single(self, loop: cst.For, name: str):
+        """(insert index, names, dict batch?) for ``for batch in loader``; a str says why not."""
+        found = evidence(self.metadata, loop.body, name, self._is_model)
+        shape = batch_shape(found)
         if shape is BatchShape.DICT:
-            comp = cst.parse_expression(f"{{k: v.to(__D__) for k, v in {name}.items()}}")
-            comp = comp.visit(_Device(device, extra))
-            return _assign([name], comp), 0, [name]
+            return 0, [name], True
         if shape is BatchShape.TENSOR:
-            return _move_names([name], device, extra), 0, [name]
-        if shape is BatchShape.SEQUENCE and body and _unpacks(body[0], name):
-            unpacked = _names(body[0].body[0].targets[0].target)
-            if unpacked:
-                return _move_names(unpacked, device, extra), 1, unpacked
-        return None, 0, [name]
+            return 0, [name], False
+        if shape is BatchShape.SEQUENCE:
+            unpacked = unpacking(self.metadata, loop.body.body, name)  # type: ignore[union-attr]
+            if unpacked is None:
+                return f"`{name}` is indexed in several places; unpack it first (`x, y = {name}`)"
+            index, names = unpacked
+            names = self._movable(loop, names)
+            return (index, names, False) if names else None
+        return f"`{name}` is not a tensor, tuple or dict batch devmod can see"
+
+    def _plan_many(self, loop: cst.For, names: list[str]):
+        """(0, names, False) for ``for x, y in loader``; a str says why not."""
+        for name in names:
+            found = evidence(self.metadata, loop.body, name, self._is_model)
+            if found & {"dict", "iter", "attr", "unpack"} and not _NOT_TENSOR_NAME.search(name):
+                return f"`{name}` is not a plain tensor (a dict, list or custom object)"
+        names = self._movable(loop, names)
+        return (0, names, False) if names else None
+
+    def _movable(self, loop: cst.For, names: list[str]) -> list[str]:
+        """Leave ``pack_padded_sequence`` lengths and file names on the CPU."""
+        keep = cpu_only_lengths(self.metadata, loop.body, names, self._packs)
+        return [n for n in names if n not in keep and not _NOT_TENSOR_NAME.search(n) and n != "_"]
+
+    def _unsure(self, loop: cst.For, updated: cst.For, why: str) -> cst.For:
+        self.report(loop, f"batch not moved to the device: {why}; move it by hand")
+        return updated
+
+    # -- which callees are models -----------------------------------------------------------------
+    def _models(self, module: cst.Module) -> set[str]:
+        """Names assigned from a model constructor anywhere in the file."""
+        found: set[str] = set()
+        for node in walk(module):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+                call = node.value
+                while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+                    call = call.func.value  # ``Net().to(device)``
+                if builds_model(self.metadata, call, self.facts) or wrapper_kind(self.metadata, call):
+                    found |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+        return found
+
+    def _is_model(self, func: cst.BaseExpression) -> bool:
+        name = dotted(func)
+        return bool(name) and (name in self._model_names or looks_like_model_name(name))
 
     VALID = [
+        # already moved: a tuple assignment, a dict comprehension, a helper, inside the expression
         Valid('import torch\nfrom torch.utils.data import DataLoader\n'
               'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
               "loader = DataLoader(range(4))\nfor x, y in loader:\n    x, y = x.to(device), y.to(device)\n"),
-        Valid("import torch\nfor x, y in zip([1], [2]):\n    print(x)\n"),
         Valid('import torch\nfrom torch.utils.data import DataLoader\n'
               'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
               "def run(model, loader):\n    for batch in loader:\n"
               "        batch = {k: v.to(device) for k, v in batch.items()}\n        model(**batch)\n"),
+        Valid("import torch\n\ndef evaluate(model, test_loader, device):\n    for images, labels in test_loader:\n"
+              "        images = images.reshape(-1, 784).to(device)\n        out = model(images)\n"),
+        Valid("import torch\n\ndef evaluate(model, loader, device):\n    for batch in loader:\n"
+              "        batch = to_device(batch, device)\n        model(batch)\n"),
+        # not a loader; data code; a loader that Accelerate prepared
+        Valid("import torch\nfor x, y in zip([1], [2]):\n    print(x)\n"),
+        Valid("import torch\nfrom torch.utils.data import DataLoader, Dataset\n\nclass Stats(Dataset):\n"
+              "    def __init__(self, loader):\n        for x, y in loader:\n            self.n = x.size(0)\n"),
+        Valid("import torch\nfrom torch.utils.data import DataLoader\nfrom accelerate import Accelerator\n"
+              "accelerator = Accelerator()\nloader = DataLoader(data)\nmodel, loader = accelerator.prepare(model, loader)\n"
+              "for x, y in loader:\n    model(x)\n"),
     ]
     INVALID = [
+        # module-level script, aliased DataLoader, pinned memory, enumerate, a comment kept
         Invalid(
             "import torch\nfrom torch.utils.data import DataLoader as DL\n\n"
             "loader = DL(data, batch_size=4, pin_memory=True)\nfor i, (x, y) in enumerate(loader):\n"
@@ -108,20 +182,57 @@ class BatchToDevice(Rule):
             "    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n"
             "    # forward\n    out = model(x)\n",
         ),
+        # everything in main(), tqdm around the loader, `import torch.utils.data as tud`
         Invalid(
-            "import torch\n\ndef train(model, train_loader, device):\n    for batch in train_loader:\n"
-            '        loss = model(batch["x"], batch["y"])\n',
-            "import torch\n\ndef train(model, train_loader, device):\n    for batch in train_loader:\n"
-            "        batch = {k: v.to(device) for k, v in batch.items()}\n"
-            '        loss = model(batch["x"], batch["y"])\n',
+            "import torch\nimport torch.utils.data as tud\nfrom tqdm import tqdm\n\ndef main():\n"
+            "    train_loader = tud.DataLoader(dataset, batch_size=32, shuffle=True)\n"
+            "    for epoch in range(10):\n        for inputs, targets in tqdm(train_loader):\n"
+            "            loss = criterion(model(inputs), targets)\n\n"
+            'if __name__ == "__main__":\n    main()\n',
+            "import torch\nimport torch.utils.data as tud\nfrom tqdm import tqdm\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\ndef main():\n'
+            "    train_loader = tud.DataLoader(dataset, batch_size=32, shuffle=True)\n"
+            "    for epoch in range(10):\n        for inputs, targets in tqdm(train_loader):\n"
+            "            inputs, targets = inputs.to(device), targets.to(device)\n"
+            "            loss = criterion(model(inputs), targets)\n\n"
+            'if __name__ == "__main__":\n    main()\n',
         ),
+        # train(model, loader, optimizer, device): the `device` parameter; a dict batch
         Invalid(
-            "import torch\n\ndef evaluate(model, loader, device):\n    for batch in loader:\n"
-            "        inputs, labels = batch\n        model(inputs)\n",
-            "import torch\n\ndef evaluate(model, loader, device):\n    for batch in loader:\n"
-            "        inputs, labels = batch\n        inputs, labels = inputs.to(device), labels.to(device)\n"
+            "import torch\n\ndef train(model, loader, optimizer, device):\n    for batch in loader:\n"
+            '        loss = model(batch["x"], batch["y"])\n        loss.backward()\n',
+            "import torch\n\ndef train(model, loader, optimizer, device):\n    for batch in loader:\n"
+            "        batch = {k: v.to(device) for k, v in batch.items()}\n"
+            '        loss = model(batch["x"], batch["y"])\n        loss.backward()\n',
+        ),
+        # a batch unpacked in the body: the move goes after the unpacking
+        Invalid(
+            "import torch\n\ndef evaluate(model, val_dl, dev):\n    for i, data in enumerate(val_dl, 0):\n"
+            "        inputs, labels = data\n        model(inputs)\n",
+            "import torch\n\ndef evaluate(model, val_dl, dev):\n    for i, data in enumerate(val_dl, 0):\n"
+            "        inputs, labels = data\n        inputs, labels = inputs.to(dev), labels.to(dev)\n"
             "        model(inputs)\n",
         ),
+        # a single-tensor batch fed to the model; a list of sample tensors
+        Invalid(
+            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(10, 1)\n"
+            "dataset = [torch.randn(1, 10) for _ in range(100)]\nfor input_data in dataset:\n"
+            "    output = model(input_data)\n",
+            "import torch\nimport torch.nn as nn\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nmodel = nn.Linear(10, 1)\n'
+            "dataset = [torch.randn(1, 10) for _ in range(100)]\nfor input_data in dataset:\n"
+            "    input_data = input_data.to(device)\n    output = model(input_data)\n",
+        ),
+        # pack_padded_sequence lengths stay on the CPU
+        Invalid(
+            "import torch\nfrom torch.nn.utils.rnn import pack_padded_sequence\n\n"
+            "def run(rnn, loader, device):\n    for seqs, lengths in loader:\n"
+            "        packed = pack_padded_sequence(seqs, lengths, batch_first=True)\n        rnn(packed)\n",
+            "import torch\nfrom torch.nn.utils.rnn import pack_padded_sequence\n\n"
+            "def run(rnn, loader, device):\n    for seqs, lengths in loader:\n        seqs = seqs.to(device)\n"
+            "        packed = pack_padded_sequence(seqs, lengths, batch_first=True)\n        rnn(packed)\n",
+        ),
+        # a custom batch object: reported
         Invalid(
             "import torch\n\ndef evaluate(model, loader, device):\n    for batch in loader:\n"
             "        model(batch.images)\n",
@@ -129,54 +240,31 @@ class BatchToDevice(Rule):
     ]
 
 
-class _Device(cst.CSTTransformer):
-    """Fills the ``__D__`` placeholder of a parsed template with the device (and extra args)."""
-
-    def __init__(self, device: cst.BaseExpression, extra: list[cst.Arg]) -> None:
-        super().__init__()
-        self.device, self.extra = device, extra
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
-        if updated_node.args and isinstance(updated_node.args[0].value, cst.Name) and \
-                updated_node.args[0].value.value == "__D__":
-            return updated_node.with_changes(args=_args(self.device, self.extra))
-        return updated_node
+def _args(device: cst.BaseExpression, loader: Loader) -> list[cst.Arg]:
+    extra = [keyword_arg("non_blocking", cst.Name("True"))] if loader.pins_memory else []
+    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in (cst.Arg(device), *extra)]
 
 
-def _args(device: cst.BaseExpression, extra: list[cst.Arg]) -> list[cst.Arg]:
-    args = [cst.Arg(device), *extra]
-    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
+def _move(name: str, device: cst.BaseExpression, loader: Loader) -> cst.Call:
+    return cst.Call(cst.Attribute(cst.Name(name), cst.Name("to")), _args(device, loader))
 
 
-def _move(name: str, device, extra) -> cst.Call:
-    return cst.Call(cst.Attribute(cst.Name(name), cst.Name("to")), _args(device, extra))
-
-
-def _move_names(names: list[str], device, extra) -> cst.SimpleStatementLine:
+def _move_names(names: list[str], device: cst.BaseExpression, loader: Loader) -> cst.SimpleStatementLine:
     if len(names) == 1:
-        return _assign(names, _move(names[0], device, extra))
-    return _assign(names, cst.Tuple([cst.Element(_move(n, device, extra)) for n in names], lpar=[], rpar=[]))
+        return _assign(names, _move(names[0], device, loader))
+    moves = cst.Tuple([cst.Element(_move(n, device, loader)) for n in names], lpar=[], rpar=[])
+    return _assign(names, moves)
+
+
+def _dict_move(name: str, device: cst.BaseExpression, loader: Loader) -> cst.SimpleStatementLine:
+    """``batch = {k: v.to(device) for k, v in batch.items()}``"""
+    comp = cst.parse_expression(f"{{k: v.to() for k, v in {name}.items()}}")
+    assert isinstance(comp, cst.DictComp) and isinstance(comp.value, cst.Call)
+    comp = comp.with_changes(value=comp.value.with_changes(args=_args(device, loader)))
+    return _assign([name], comp)
 
 
 def _assign(names: list[str], value: cst.BaseExpression) -> cst.SimpleStatementLine:
     target = cst.Name(names[0]) if len(names) == 1 else cst.Tuple(
         [cst.Element(cst.Name(n)) for n in names], lpar=[], rpar=[])
     return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(target)], value)])
-
-
-def _names(target: cst.BaseExpression) -> list[str] | None:
-    """Plain names of a loop target (``x`` or ``x, y``); None for nested or starred targets."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        if all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements):
-            return [e.value.value for e in target.elements]  # type: ignore[union-attr]
-    return None
-
-
-def _unpacks(statement: cst.CSTNode, name: str) -> bool:
-    """``a, b = name`` as a statement."""
-    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-            and isinstance(statement.body[0], cst.Assign) and len(statement.body[0].targets) == 1
-            and isinstance(statement.body[0].targets[0].target, (cst.Tuple, cst.List))
-            and isinstance(statement.body[0].value, cst.Name) and statement.body[0].value.value == name)

@@ -13,9 +13,14 @@ right device is also faster than creating it on the CPU and copying it
   module-level global, which breaks DataParallel replicas and reuse of the module.
 - Never in Dataset methods, collate functions or a model's ``__init__``: CPU
   tensors are right there (CUDA in forked DataLoader workers fails).
-- Skipped: calls that already pass ``device=``, ``*_like`` and ``x.new_*`` (they
-  follow their input), and tensors that only feed CPU-side work (a Dataset or
-  DataLoader, samples iterated in a loop, ``.numpy()`` / ``.tolist()`` / ``.cpu()``).
+- Skipped: calls that already place the tensor (``device=``, ``out=``, a CPU
+  ``generator=``, ``pin_memory=``, ``**kwargs``, an extra positional argument, a
+  following ``.to(device, dtype)`` / ``.to("cpu")`` / ``.cuda()``), factories without a
+  ``device=`` (``complex``, ``polar``, ``normal(mean_t, std_t)``), parameter defaults
+  (they run before the function's device exists), ``*_like`` and ``x.new_*`` (they
+  follow their input), and tensors that feed CPU-side work: a Dataset or DataLoader,
+  samples iterated in a loop, an index (``data[perm]``: CPU indices work on any
+  device), ``.numpy()`` / ``.tolist()`` / ``.item()`` / ``.cpu()``, NumPy or matplotlib.
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
-from ..analysis.names import keyword, keyword_arg, positional
+from ..analysis.names import keyword_arg, positional
 from ..analysis.roles import factory_name
-from ..analysis.tensors import flows_only_to_cpu
+from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype
 from .base import Invalid, Rule, Valid
+
+# ``.to(...)`` keywords that neither move the tensor nor name a device.
+_NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
 
 
 class FactoryDevice(Rule):
@@ -41,25 +49,38 @@ class FactoryDevice(Rule):
         folded = self._fold_to(original_node, updated_node)
         if folded is not None:
             return folded
-        if not self._needs_device(original_node) or self._moved_by_to(original_node):
+        if not self._needs_device(original_node) or self._moved_after(original_node):
             return updated_node
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node):
             return updated_node
+        if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
+            return updated_node  # the function defines its device further down
         return self.fix(original_node, updated_node, with_keyword(updated_node, "device", device),
                         f"`{factory_name(self.metadata, original_node)}` creates a CPU tensor here: add `device=`")
 
     def _needs_device(self, call: cst.Call) -> bool:
-        return (factory_name(self.metadata, call) is not None and keyword(call, "device") is None
-                and not any(a.star for a in call.args))
+        """A factory call that takes ``device=``, has none, and runs where its code stands."""
+        return accepts_device_keyword(self.metadata, call) and not in_signature(self.metadata, call)
 
-    def _moved_by_to(self, call: cst.Call) -> bool:
-        """``torch.zeros(n).to(device)``: the fold below handles it in one step."""
+    def _moved_after(self, call: cst.Call) -> bool:
+        """``torch.zeros(n).to(...)`` / ``.cuda()`` that already moves it: folded below when the
+        move is a plain ``.to(device)``, else left as written (``.to(device, dtype)``,
+        ``.to("cpu")``, ``.to(other_tensor)``). A dtype-only ``.to(torch.half)`` moves nothing."""
         parents = self.metadata[ParentNodeProvider]
         attribute = parents.get(call)
         outer = parents.get(attribute) if isinstance(attribute, cst.Attribute) else None
-        return (isinstance(attribute, cst.Attribute) and attribute.attr.value == "to"
-                and isinstance(outer, cst.Call) and self._device_argument(outer) is not None)
+        if not (isinstance(attribute, cst.Attribute) and attribute.value is call
+                and isinstance(outer, cst.Call) and outer.func is attribute):
+            return False
+        if attribute.attr.value == "cuda":
+            return True
+        if attribute.attr.value != "to":
+            return False
+        return not all(
+            (a.keyword is not None and a.keyword.value in _NON_MOVING_TO_KEYWORDS)
+            or (a.keyword is None and not a.star and is_dtype(self.metadata, a.value))
+            for a in outer.args)
 
     def _device_argument(self, to_call: cst.Call) -> cst.BaseExpression | None:
         """The device of ``.to(device)`` when that is its only argument."""
@@ -67,7 +88,8 @@ class FactoryDevice(Rule):
         if len(to_call.args) != 1 or len(args) != 1:
             return None
         value = args[0].value
-        if isinstance(value, cst.Name) and (value.value in DEVICE_LIKE_NAMES or value.value == self.shared_name):
+        if isinstance(value, cst.Name) and (value.value in DEVICE_LIKE_NAMES or value.value == self.shared_name
+                                            or value.value in {d.name for d in self.device_definitions}):
             return value
         if isinstance(value, cst.Attribute) and value.attr.value == "device":
             return value
@@ -76,6 +98,7 @@ class FactoryDevice(Rule):
         return None
 
     def _fold_to(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``torch.zeros(n).to(device)`` -> ``torch.zeros(n, device=device)``: same tensor, no copy."""
         func = original.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and isinstance(func.value, cst.Call)):
             return None
@@ -87,39 +110,190 @@ class FactoryDevice(Rule):
                         "create the tensor on the device instead of copying it there")
 
     VALID = [
-        Valid("import torch\nimport torch.nn as nn\n\nclass GPT(nn.Module):\n    def forward(self, idx):\n"
-              "        t = idx.size(1)\n        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)\n"
-              "        return idx + pos\n"),
-        Valid("import torch\nfrom torch.utils.data import Dataset, TensorDataset\n\n"
-              "class Pairs(Dataset):\n    def __getitem__(self, i):\n        return torch.tensor([i, i + 1])\n\n"
-              "features = torch.randn(100, 3)\nlabels = torch.randint(0, 2, (100,))\n"
-              "data = TensorDataset(features, labels)\n"),
-        Valid("import torch\n\ndef f(x):\n    return torch.zeros_like(x) + x.new_zeros(3)\n"),
-        Valid("import torch\nsamples = [torch.randn(1, 4) for _ in range(8)]\nfor s in samples:\n    print(s)\n"),
+        # nanoGPT: already on the input's device.
+        Valid('''import torch
+import torch.nn as nn
+
+class GPT(nn.Module):
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        return idx + pos
+'''),
+        # Data code keeps CPU tensors: Dataset methods, a model's __init__, data for TensorDataset.
+        Valid('''import torch
+import torch.nn as nn
+from torch.utils.data import Dataset, TensorDataset, DataLoader
+
+class Pairs(Dataset):
+    def __getitem__(self, i):
+        x = torch.tensor([i, i + 1], dtype=torch.float32)
+        return x, torch.zeros(1)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(3))
+
+features = torch.randn(100, 3)
+labels = torch.randint(0, 2, (100,))
+data = TensorDataset(features, labels)
+more = TensorDataset(torch.randn(10, 3), torch.zeros(10))
+loader = DataLoader(data, batch_size=10)
+'''),
+        # They follow their input: *_like and new_*.
+        Valid('''import torch
+
+def f(x, weight):
+    return torch.zeros_like(x) + torch.randn_like(x) + weight.new_zeros(3)
+'''),
+        # Samples iterated in a loop, indices, NumPy and plotting want CPU tensors.
+        Valid('''import torch
+import matplotlib.pyplot as plt
+
+samples = [torch.randn(1, 4) for _ in range(8)]
+for s in samples:
+    print(s)
+data = torch.from_numpy(load())
+perm = torch.randperm(len(data))
+train = data[perm[:80]]
+grid = torch.linspace(-1, 1, 50)
+plt.plot(grid, grid ** 2)
+values = torch.rand(5).numpy()
+'''),
+        # Already placed, or placed by what follows; a CPU generator; a default argument.
+        Valid('''import torch
+
+def step(model, device, h=torch.zeros(3)):
+    g = torch.Generator().manual_seed(0)
+    noise = torch.randn(4, generator=g)
+    half = torch.ones(4).to(device, torch.float16)
+    cpu = torch.ones(4).to("cpu")
+    return model(noise, h, half, cpu)
+'''),
     ]
     INVALID = [
-        Invalid(
-            "import torch as th\n\ndef step(model, device):\n    noise = th.randn(4, 8)\n"
-            "    zeros = th.zeros(\n        4,\n        8,\n    ).to(device)\n    return model(noise + zeros)\n",
-            "import torch as th\n\ndef step(model, device):\n    noise = th.randn(4, 8, device=device)\n"
-            "    zeros = th.zeros(\n        4,\n        8,\n        device=device,\n    )\n    return model(noise + zeros)\n",
-        ),
-        Invalid(
-            "import torch\nimport torch.nn as nn\n\nclass RNN(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.rnn = nn.GRU(4, 8)\n\n    def forward(self, x):\n"
-            "        h0 = torch.zeros(1, x.size(1), 8)\n        return self.rnn(x, h0)\n\n"
-            "    def init_hidden(self, batch_size):\n        return torch.zeros(1, batch_size, 8)\n",
-            "import torch\nimport torch.nn as nn\n\nclass RNN(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.rnn = nn.GRU(4, 8)\n\n    def forward(self, x):\n"
-            "        h0 = torch.zeros(1, x.size(1), 8, device=x.device)\n        return self.rnn(x, h0)\n\n"
-            "    def init_hidden(self, batch_size):\n"
-            "        return torch.zeros(1, batch_size, 8, device=next(self.parameters()).device)\n",
-        ),
-        Invalid(
-            "import torch\nfrom torch import randn\nw = randn(20, 5)\nb = torch.tensor([1.0, 2.0])\n",
-            'import torch\nfrom torch import randn\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "w = randn(20, 5, device=device)\nb = torch.tensor([1.0, 2.0], device=device)\n",
-        ),
+        # A training function with a `device` parameter; `import torch as th`; `.to(device)` folds.
+        Invalid('''import torch as th
+
+def step(model, device):
+    noise = th.randn(4, 8)
+    zeros = th.zeros(
+        4,
+        8,
+    ).to(device)
+    return model(noise + zeros)
+''', '''import torch as th
+
+def step(model, device):
+    noise = th.randn(4, 8, device=device)
+    zeros = th.zeros(
+        4,
+        8,
+        device=device,
+    )
+    return model(noise + zeros)
+'''),
+        # A module-level script with `from torch import ...` aliases and a main guard.
+        Invalid('''import torch
+from torch import randn, zeros, tensor as T
+
+w = randn(20, 5)
+b = T([1.0, 2.0])
+
+if __name__ == "__main__":
+    h = zeros(2, 3)
+    print(w @ h)
+''', '''import torch
+from torch import randn, zeros, tensor as T
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+w = randn(20, 5, device=device)
+b = T([1.0, 2.0], device=device)
+
+if __name__ == "__main__":
+    h = zeros(2, 3, device=device)
+    print(w @ h)
+'''),
+        # forward() builds positions and a mask: they follow the input.
+        Invalid('''import torch
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def forward(self, x, lengths):
+        positions = torch.arange(x.size(1))
+        mask = torch.arange(x.size(1))[None, :] < lengths[:, None]
+        return x + positions, mask
+''', '''import torch
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def forward(self, x, lengths):
+        positions = torch.arange(x.size(1), device=x.device)
+        mask = torch.arange(x.size(1), device=x.device)[None, :] < lengths[:, None]
+        return x + positions, mask
+'''),
+        # An RNN's hidden state: the input's device in forward, the parameters' elsewhere.
+        Invalid('''import torch
+import torch.nn as nn
+
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 8)
+
+    def forward(self, x):
+        h0 = torch.zeros(1, x.size(1), 8)
+        return self.rnn(x, h0)
+
+    def init_hidden(self, batch_size):
+        return torch.zeros(1, batch_size, 8)
+''', '''import torch
+import torch.nn as nn
+
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 8)
+
+    def forward(self, x):
+        h0 = torch.zeros(1, x.size(1), 8, device=x.device)
+        return self.rnn(x, h0)
+
+    def init_hidden(self, batch_size):
+        return torch.zeros(1, batch_size, 8, device=next(self.parameters()).device)
+'''),
+        # A model with a `device` property (lucidrains' style) uses it.
+        Invalid('''import torch
+import torch.nn as nn
+
+class Sampler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("dummy", torch.zeros(1), persistent=False)
+
+    @property
+    def device(self):
+        return self.dummy.device
+
+    def sample(self, n):
+        return torch.randn(n, 3)
+''', '''import torch
+import torch.nn as nn
+
+class Sampler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("dummy", torch.zeros(1), persistent=False)
+
+    @property
+    def device(self):
+        return self.dummy.device
+
+    def sample(self, n):
+        return torch.randn(n, 3, device=self.device)
+'''),
     ]
 
 
@@ -135,5 +309,7 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
         cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if len(args) == 1 and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
         separator = cst.Comma(whitespace_after=call.whitespace_before_args)  # one argument per line
-    args[-1] = last.with_changes(comma=separator)
-    return call.with_changes(args=[*args, new.with_changes(comma=trailing)])
+    # The line break before ``)`` (no trailing comma) stays before ``)``, after the new argument.
+    closing = last.whitespace_after_arg
+    args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+    return call.with_changes(args=[*args, new.with_changes(comma=trailing, whitespace_after_arg=closing)])

@@ -7,31 +7,37 @@ device" (or "Input type (torch.cuda.FloatTensor) and weight type
 built, before an optimizer is made from its parameters, is the expert fix.
 
 - Models: nn.Module subclasses of the file, ``torch.nn`` layers and containers,
-  ``torchvision.models.*``, ``timm.create_model``, ``*.from_pretrained``.
-- A model later wrapped in ``nn.DataParallel`` / ``DistributedDataParallel`` is
-  moved once, after wrapping.
+  ``torchvision.models.*``, ``timm.create_model``, ``*.from_pretrained`` (not
+  tokenizers, configs, processors or schedulers), assigned to a name in module-level
+  code, an ``if __name__ == "__main__":`` block or a plain function.
+- A model wrapped in ``nn.DataParallel`` in the same block is moved once, on the
+  wrapper (``nn.DataParallel(model).to(device)``); a wrap inside an ``if`` moves the
+  model where it is built instead, so it is moved on machines with one GPU too.
+- ``DistributedDataParallel`` needs the model on *this process's* GPU before
+  wrapping; the shared device is the wrong one for every rank but 0, so this is
+  reported, not rewritten.
 - Loss modules built with a ``weight=`` / ``pos_weight=`` tensor move too: those
-  tensors are buffers.
-- Nothing is added where the model is already moved (``model.to(...)``,
-  ``.cuda()``, ``device=`` in the constructor), inside nn.Module methods (sub-modules
-  move with their parent) or in Dataset code.
+  tensors are buffers. Losses without one are left alone.
+- Nothing is added where the model is already moved anywhere (``model.to(...)``,
+  ``.cuda()``, ``accelerator.prepare(model)``, ``.to`` on the constructor), placed
+  by its constructor (``device=``, ``device_map=``, 8/4-bit loading), inside
+  nn.Module methods (sub-modules move with their parent), in Dataset code or in
+  other classes.
 """
 
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ..analysis.names import keyword, method_call, qualified_names
-from ..analysis.roles import is_loss_constructor, is_model_constructor
+from ..analysis.names import keyword, method_call, positional
+from ..analysis.roles import builds_model, loss_weight_argument, places_itself, wrapper_kind
 from ..analysis.scopes import ScopeKind
-from ..analysis.tree import walk
+from ..analysis.tree import ancestors, walk
 from .base import Invalid, Rule, Valid
 
-WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
-                      "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.data_parallel.DataParallel"})
 _MOVES = ("to", "cuda", "to_empty")
-_LOSS_TENSOR_KEYWORDS = ("weight", "pos_weight")
+_PREPARES = ("prepare", "prepare_model")  # Accelerate / Fabric place the model themselves
 
 
 class ModelToDevice(Rule):
@@ -44,67 +50,183 @@ class ModelToDevice(Rule):
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if len(original_node.targets) != 1 or not isinstance(original_node.targets[0].target, cst.Name):
             return updated_node
-        value = original_node.value
-        if not isinstance(value, cst.Call) or not self._builds_model(value):
-            return updated_node
-        if self.devices.place(original_node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
-            return updated_node
-        name = original_node.targets[0].target.value
-        if self._already_placed(value) or self._moved_elsewhere(original_node, name):
-            return updated_node
-        device = self.device_for(original_node)
-        if device is None:
-            return updated_node
-        moved = cst.Call(cst.Attribute(updated_node.value, cst.Name("to")), [cst.Arg(device)])
-        return self.fix(original_node, updated_node, updated_node.with_changes(value=moved),
-                        f"model `{name}` is never moved: `.to(device)` where it is built")
+        return self._place(original_node, updated_node, original_node.targets[0].target.value)
 
-    def _builds_model(self, call: cst.Call) -> bool:
-        if is_model_constructor(self.metadata, call, self.facts):
-            return True
-        if is_loss_constructor(self.metadata, call):
-            return any(keyword(call, k) is not None for k in _LOSS_TENSOR_KEYWORDS)
+    def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
+        if original_node.value is None or not isinstance(original_node.target, cst.Name):
+            return updated_node
+        return self._place(original_node, updated_node, original_node.target.value)
+
+    def _place(self, original, updated, name: str):
+        value = original.value
+        if not isinstance(value, cst.Call) or not self._in_training_code(original):
+            return updated
+        if not self._needs_move(original, value, name):
+            return updated
+        device = self.device_for(original)
+        if device is None:
+            return updated
+        moved = cst.Call(cst.Attribute(updated.value, cst.Name("to")), [cst.Arg(device)])
+        message = (f"loss `{name}` keeps its weight tensor on the CPU: `.to(device)` moves it"
+                   if loss_weight_argument(self.metadata, value) is not None
+                   else f"model `{name}` is never moved: `.to(device)` where it is built")
+        return self.fix(original, updated, updated.with_changes(value=moved), message)
+
+    # -- what the assignment builds ------------------------------------------------------------
+    def _needs_move(self, assign, call: cst.Call, name: str) -> bool:
+        wrapper = wrapper_kind(self.metadata, call)
+        if wrapper == "dp":
+            return self._wrapper_needs_move(assign, call, name)
+        if wrapper == "ddp":
+            inner = positional(call)[0].value if positional(call) else None
+            if isinstance(inner, cst.Call) and builds_model(self.metadata, inner, self.facts) \
+                    and not places_itself(inner):
+                self.report(assign, _DDP_MESSAGE.format(name=name))
+            return False
+        if builds_model(self.metadata, call, self.facts):
+            return self._model_needs_move(assign, call, name)
+        weight = loss_weight_argument(self.metadata, call)
+        if weight is not None:
+            return not places_itself(call) and not self._placed_tensor(weight.value) \
+                and not self._moved(assign, name)
         return False
 
-    def _already_placed(self, call: cst.Call) -> bool:
-        device = keyword(call, "device")
-        return device is not None and not (isinstance(device.value, cst.Name) and device.value.value == "None")
+    def _model_needs_move(self, assign, call: cst.Call, name: str) -> bool:
+        if places_itself(call) or self._moved(assign, name):
+            return False
+        for wrap_assign, kind in self._wrappers_of(assign, name):
+            if kind == "ddp":
+                self.report(assign, _DDP_MESSAGE.format(name=name))
+                return False
+            if self._same_block(assign, wrap_assign):
+                return False  # the wrapper is moved instead, once (or DM404 reports its device_ids)
+            if _chosen_gpus(wrap_assign.value):
+                self.report(assign, f"model `{name}` is wrapped in nn.DataParallel with its own `device_ids`: "
+                                    "move it to the first of them before wrapping")
+                return False
+        return True
 
-    def _moved_elsewhere(self, assign: cst.Assign, name: str) -> bool:
-        """A later ``name.to(...)``/``.cuda()``, or a wrapper that takes the model over.
-
-        libcst's references are not flow-sensitive, so only uses after this
-        assignment (by position) count.
-        """
-        scope = self.metadata[ScopeProvider].get(assign)
-        if scope is None:
-            return True
-        end = self.get_metadata(PositionProvider, assign).end
-        parents = self.metadata[ParentNodeProvider]
-        for access in scope.accesses[name]:
-            node = access.node
-            start = self.get_metadata(PositionProvider, node).start
-            if (start.line, start.column) < (end.line, end.column):
+    def _wrapper_needs_move(self, assign, call: cst.Call, name: str) -> bool:
+        """``nn.DataParallel(...)``: move the wrapper when the model it wraps is built unmoved
+        in the same block (otherwise the model itself is moved where it is built)."""
+        args = positional(call)
+        if not args or self._moved(assign, name) or _chosen_gpus(call):
+            return False  # ``device_ids=[1, 2]``: the shared device is not the first of them (DM404)
+        inner = args[0].value
+        if isinstance(inner, cst.Call):
+            return builds_model(self.metadata, inner, self.facts) and not places_itself(inner)
+        if not isinstance(inner, cst.Name) or (inner.value != name and self._moved(assign, inner.value)):
+            return False
+        for built in self._assignments(assign, inner.value):
+            if built is assign or not isinstance(built.value, cst.Call):
                 continue
-            parent = parents.get(node)
-            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _MOVES:
+            if builds_model(self.metadata, built.value, self.facts) and not places_itself(built.value):
+                return self._same_block(assign, built)
+        return False
+
+    def _placed_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A weight tensor already on a device: ``w.to(device)``, ``torch.tensor(..., device=d)``,
+        or a name assigned once from such an expression."""
+        if isinstance(expr, cst.Name):
+            scope = self.metadata[ScopeProvider].get(expr)
+            assignments = list(scope[expr.value]) if scope is not None else []
+            if len(assignments) == 1:
+                statement = self._assign_of(assignments[0].node)
+                if statement is not None:
+                    expr = statement.value
+        return any(isinstance(n, cst.Call) and (method_call(n, *_MOVES) or keyword(n, "device") is not None)
+                   for n in walk(expr))
+
+    # -- where the name goes afterwards ----------------------------------------------------------
+    def _references(self, node: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+        """Every use of ``name`` (in this scope and in functions that read it as a global)."""
+        scope = self.metadata[ScopeProvider].get(node)
+        if scope is None:
+            return []
+        return [access.node for assignment in scope[name] for access in getattr(assignment, "references", ())]
+
+    def _moved(self, node: cst.CSTNode, name: str) -> bool:
+        parents = self.metadata[ParentNodeProvider]
+        for use in self._references(node, name):
+            parent = parents.get(use)
+            if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in _MOVES \
+                    and isinstance(parents.get(parent), cst.Call):
                 return True
             if isinstance(parent, cst.Arg):
                 call = parents.get(parent)
-                if isinstance(call, cst.Call) and qualified_names(self.metadata, call.func) & WRAPPERS:
-                    return True  # moved after wrapping (by this rule, on the wrapper)
+                if isinstance(call, cst.Call) and method_call(call, *_PREPARES):
+                    return True
         return False
 
+    def _wrappers_of(self, node: cst.CSTNode, name: str):
+        """``other = nn.DataParallel(name)`` assignments, with their kind ("dp" / "ddp")."""
+        parents = self.metadata[ParentNodeProvider]
+        for use in self._references(node, name):
+            arg = parents.get(use)
+            call = parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if not isinstance(call, cst.Call) or not positional(call) or positional(call)[0] is not arg:
+                continue
+            kind = wrapper_kind(self.metadata, call)
+            top = call  # ``nn.DataParallel(model).to(device)``: the statement is above the chain
+            while isinstance(parents.get(top), cst.Attribute) and isinstance(parents.get(parents.get(top)), cst.Call):
+                top = parents.get(parents.get(top))
+            statement = parents.get(top)
+            if kind and isinstance(statement, (cst.Assign, cst.AnnAssign)):
+                yield statement, kind
+
+    def _assignments(self, node: cst.CSTNode, name: str) -> list[cst.Assign]:
+        scope = self.metadata[ScopeProvider].get(node)
+        found = [self._assign_of(a.node) for a in (scope[name] if scope is not None else ())]
+        return [a for a in found if a is not None]
+
+    def _assign_of(self, target: cst.CSTNode) -> cst.Assign | None:
+        parents = self.metadata[ParentNodeProvider]
+        parent = parents.get(target) if isinstance(target, cst.Name) else None
+        assign = parents.get(parent) if isinstance(parent, cst.AssignTarget) else None
+        return assign if isinstance(assign, cst.Assign) else None
+
+    def _same_block(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        parents = self.metadata[ParentNodeProvider]
+        return parents.get(parents.get(a)) is parents.get(parents.get(b))
+
+    def _in_training_code(self, node: cst.CSTNode) -> bool:
+        """Module level, a main block or a plain function; not a class body or any method."""
+        if self.devices.place(node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
+            return False
+        for parent in ancestors(self.metadata, node):
+            if isinstance(parent, cst.FunctionDef):
+                return True
+            if isinstance(parent, cst.ClassDef):
+                return False  # a class attribute, evaluated at import time
+        return True
+
     VALID = [
+        # already moved: chained, later in place, in a guard, by the constructor, by Accelerate
         Valid('import torch\nimport torch.nn as nn\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
               "model = nn.Linear(4, 2).to(device)\n"),
         Valid('import torch\nimport torch.nn as nn\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
               "model = nn.Linear(4, 2)\nmodel.to(device)\n"),
+        Valid("import torch\nfrom torch import nn\n\ndef main(device):\n    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())\n"
+              "    if torch.cuda.is_available():\n        model.to(device)\n    return model\n"),
+        Valid("import torch\nimport torch.nn as nn\n\ndef build(device):\n    layer = nn.Linear(3, 4, device=device)\n"
+              "    return layer\n"),
+        Valid("import torch\nfrom accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n"
+              "accelerator = Accelerator()\nmodel = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+              "tokenizer = AutoTokenizer.from_pretrained('gpt2')\nmodel = accelerator.prepare(model)\n"),
+        Valid("import torch\nfrom transformers import AutoModelForCausalLM\n"
+              "model = AutoModelForCausalLM.from_pretrained('big', device_map='auto', load_in_8bit=True)\n"),
+        # sub-modules in a model, a Trainer's attributes, class bodies, plain losses
         Valid("import torch.nn as nn\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
               "        self.fc = nn.Linear(4, 2)\n        head = nn.Linear(2, 2)\n        self.head = head\n"),
-        Valid("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss()\n"),
+        Valid("import torch.nn as nn\n\nclass Trainer:\n    default = nn.Linear(2, 2)\n\n    def __init__(self):\n"
+              "        self.model = nn.Linear(4, 2)\n        backup = nn.Linear(4, 2)\n"),
+        Valid("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss()\nbce = nn.BCEWithLogitsLoss(reduction='sum')\n"),
+        # wrapped after moving: leave both
+        Valid('import torch\nimport torch.nn as nn\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "model = nn.Linear(4, 2).to(device)\nmodel = nn.DataParallel(model)\n"),
     ]
     INVALID = [
+        # module-level script: moved before the optimizer takes its parameters
         Invalid(
             "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n\n"
             "model = Net()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
@@ -113,12 +235,61 @@ class ModelToDevice(Rule):
             "class Net(nn.Module):\n    def forward(self, x):\n        return x\n\n"
             "model = Net().to(device)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
         ),
+        # everything in main(), aliased imports, a loss with a class-weight tensor
+        Invalid(
+            "import torch as th\nfrom torch import nn as tnn\nimport torchvision\n\ndef main():\n"
+            "    backbone = torchvision.models.resnet18(weights=None)\n    head = tnn.Linear(1000, 10)\n"
+            "    criterion = tnn.CrossEntropyLoss(weight=class_weights)\n    plain = tnn.MSELoss()\n\n"
+            'if __name__ == "__main__":\n    main()\n',
+            "import torch as th\nfrom torch import nn as tnn\nimport torchvision\n\n"
+            'device = th.device("cuda" if th.cuda.is_available() else "cpu")\n\ndef main():\n'
+            "    backbone = torchvision.models.resnet18(weights=None).to(device)\n"
+            "    head = tnn.Linear(1000, 10).to(device)\n"
+            "    criterion = tnn.CrossEntropyLoss(weight=class_weights).to(device)\n    plain = tnn.MSELoss()\n\n"
+            'if __name__ == "__main__":\n    main()\n',
+        ),
+        # a main block; the function's own `device` parameter; DataParallel in the same block
         Invalid(
             "import torch\nfrom torch import nn\n\ndef main(device):\n    model = nn.Linear(3, 1)\n"
             "    model = nn.DataParallel(model)\n    w = torch.tensor([1.0, 2.0])\n"
-            "    loss_fn = nn.CrossEntropyLoss(weight=w)\n    return model, loss_fn\n",
+            "    loss_fn = nn.BCEWithLogitsLoss(pos_weight=w)\n    return model, loss_fn\n",
             "import torch\nfrom torch import nn\n\ndef main(device):\n    model = nn.Linear(3, 1)\n"
             "    model = nn.DataParallel(model).to(device)\n    w = torch.tensor([1.0, 2.0])\n"
-            "    loss_fn = nn.CrossEntropyLoss(weight=w).to(device)\n    return model, loss_fn\n",
+            "    loss_fn = nn.BCEWithLogitsLoss(pos_weight=w).to(device)\n    return model, loss_fn\n",
+        ),
+        # DataParallel only on multi-GPU machines: move the model where it is built
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n"
+            'if __name__ == "__main__":\n    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())\n'
+            "    if torch.cuda.device_count() > 1:\n        net = nn.DataParallel(net)\n",
+            "import torch\nimport torch.nn as nn\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+            'if __name__ == "__main__":\n    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).to(device)\n'
+            "    if torch.cuda.device_count() > 1:\n        net = nn.DataParallel(net)\n",
+        ),
+        # DistributedDataParallel: the rank's device is not the shared one; report only
+        Invalid(
+            "import torch\nimport torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+            "def worker(rank):\n    model = nn.Linear(4, 2)\n    model = DDP(model, device_ids=[rank])\n",
         ),
     ]
+
+
+def _chosen_gpus(wrapper: cst.BaseExpression) -> bool:
+    """``nn.DataParallel(model, device_ids=...)`` whose first device is not surely GPU 0."""
+    while isinstance(wrapper, cst.Call) and isinstance(wrapper.func, cst.Attribute) \
+            and isinstance(wrapper.func.value, cst.Call):
+        wrapper = wrapper.func.value  # ``nn.DataParallel(model).to(device)``
+    if not isinstance(wrapper, cst.Call):
+        return False
+    args = positional(wrapper)
+    ids = keyword(wrapper, "device_ids") or (args[1] if len(args) > 1 else None)
+    if ids is None or (isinstance(ids.value, cst.Name) and ids.value.value == "None"):
+        return False
+    value = ids.value
+    first = value.elements[0].value if isinstance(value, (cst.List, cst.Tuple)) and value.elements else None
+    return not (isinstance(first, cst.Integer) and first.value == "0")
+
+
+_DDP_MESSAGE = ("model `{name}` is wrapped in DistributedDataParallel but never moved: move it to this "
+                "process's GPU (`torch.device('cuda', local_rank)`) before wrapping")

@@ -1,0 +1,220 @@
+"""DM201 factory-device: cases beyond the rule's own examples (signatures, layout, flow)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from codemods.config import Config
+from codemods.engine import transform_source
+from codemods.rules.factory_device import FactoryDevice
+
+
+def fix(code: str, all_rules: bool = False) -> str:
+    code = textwrap.dedent(code)
+    result = transform_source(code, config=Config(), rules=None if all_rules else [FactoryDevice])
+    again = transform_source(result.output, config=Config(), rules=None if all_rules else [FactoryDevice])
+    assert again.output == result.output, "a second run must change nothing"
+    return result.output
+
+
+def body(code: str) -> str:
+    """The function body of ``def f(model, device):`` after DM201, for short assertions."""
+    source = "import torch\n\ndef f(model, device):\n" + textwrap.indent(textwrap.dedent(code), "    ")
+    return fix(source).split("def f(model, device):\n", 1)[1]
+
+
+@pytest.mark.parametrize("line", [
+    "x = torch.complex(a, b)",          # no device= in the signature
+    "x = torch.polar(a, b)",
+    "x = torch.normal(mean, std)",      # the tensor overload takes no device
+    "x = torch.tensor(data, torch.float32)",  # extra positional: leave it to the author
+    "x = torch.as_tensor(data, dtype)",
+    "x = torch.zeros(3, **options)",   # may carry device= already
+    "x = torch.tensor(*args)",
+    "x = torch.randn(3, generator=g)",  # a CPU generator needs a CPU tensor
+    "x = torch.zeros(3, out=buf)",
+    "x = torch.empty(3, pin_memory=True)",
+    "x = torch.zeros(3, device='cpu')",
+    "x = torch.zeros(3).cuda()",        # DM103 turns it into .to(device), folded next pass
+    "x = torch.zeros(3).to(device, non_blocking=True)",
+    "x = torch.zeros(3).to(other)",
+    "x = torch.ones(3).cpu()",
+    "x = torch.ones(3).float().numpy()",
+    "x = torch.zeros_like(y)",
+])
+def test_left_alone(line):
+    assert body(line + "\nreturn x\n") == textwrap.indent(line + "\nreturn x\n", "    ")
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("x = torch.normal(0.0, 1.0, (3,))", "x = torch.normal(0.0, 1.0, (3,), device=device)"),
+    ("x = torch.zeros(*shape)", "x = torch.zeros(*shape, device=device)"),
+    ("x = torch.zeros(3).to(torch.float16)", "x = torch.zeros(3, device=device).to(torch.float16)"),
+    ("x = torch.zeros(3).to(dtype=torch.long)", "x = torch.zeros(3, device=device).to(dtype=torch.long)"),
+    ("x = torch.zeros(3).to(device)", "x = torch.zeros(3, device=device)"),
+    ("x = torch.zeros(3).float().to(device)", "x = torch.zeros(3, device=device).float().to(device)"),
+    ("x = torch.eye(3).to(y.device)", "x = torch.eye(3, device=y.device)"),
+    ("x = torch.eye(3).to(torch.device('cpu'))", "x = torch.eye(3, device=torch.device('cpu'))"),
+    ("x = torch.tensor([1, 2], dtype=torch.long)", "x = torch.tensor([1, 2], dtype=torch.long, device=device)"),
+    ("x = torch.full((2,), 0.5)", "x = torch.full((2,), 0.5, device=device)"),
+    ("x = torch.zeros(())", "x = torch.zeros((), device=device)"),
+])
+def test_fixed(line, expected):
+    assert body(line + "\nreturn model(x)\n") == textwrap.indent(expected + "\nreturn model(x)\n", "    ")
+
+
+def test_layouts_are_kept():
+    code = """\
+        import torch
+
+        def f(device):
+            a = torch.zeros(
+                3,
+                4
+            )
+            b = torch.zeros(3,
+                            4)
+            c = torch.zeros(
+                3, 4,
+            )
+            d = torch.zeros(
+                3)
+            e = torch.zeros(  # comment
+                3,
+                4,
+            )
+            return a, b, c, d, e
+        """
+    assert fix(code) == textwrap.dedent("""\
+        import torch
+
+        def f(device):
+            a = torch.zeros(
+                3,
+                4,
+                device=device
+            )
+            b = torch.zeros(3,
+                            4,
+                            device=device)
+            c = torch.zeros(
+                3, 4, device=device,
+            )
+            d = torch.zeros(
+                3,
+                device=device)
+            e = torch.zeros(  # comment
+                3,
+                4,
+                device=device,
+            )
+            return a, b, c, d, e
+        """)
+
+
+def test_device_defined_later_in_the_function_is_not_used_early():
+    code = """\
+        import torch
+
+        def main():
+            a = torch.zeros(3)
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            b = torch.zeros(3)
+            return a, b
+        """
+    out = fix(code)
+    assert "a = torch.zeros(3)\n" in out
+    assert "b = torch.zeros(3, device=device)\n" in out
+
+
+def test_defaults_and_decorators_run_at_def_time():
+    code = """\
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def forward(self, x, bias=torch.zeros(3)):
+                return x + bias
+
+        def train(model, device, h0=torch.zeros(2)):
+            return model(h0)
+        """
+    assert fix(code) == textwrap.dedent(code)
+
+
+def test_cpu_side_uses():
+    code = """\
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, random_split
+
+        def prepare(device):
+            table = torch.arange(10)
+            picked = torch.randn(10)[table]
+            idx = torch.randperm(100)
+            parts = random_split(range(100), [50, 50], generator=None)
+            order = torch.randint(0, 10, (5,))
+            arr = np.asarray(order)
+            xs = [torch.randn(3) for _ in range(4)]
+            loader = DataLoader(xs, batch_size=2)
+            weights = torch.ones(3).tolist()
+            return picked, idx.sort(), parts, arr, loader, weights
+        """
+    out = fix(code)
+    for kept in ("torch.arange(10)\n", "torch.randint(0, 10, (5,))\n",
+                 "[torch.randn(3) for _ in range(4)]", "torch.ones(3).tolist()"):
+        assert kept in out
+    assert "picked = torch.randn(10, device=device)[table]" in out
+    assert "idx = torch.randperm(100, device=device)\n" in out
+
+
+def test_other_classes_data_callbacks_and_nested_functions():
+    code = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        class Helper:
+            def make(self):
+                return torch.zeros(3)
+
+        def collate(batch):
+            return torch.stack(batch), torch.zeros(len(batch))
+
+        loader = DataLoader([], collate_fn=collate)
+
+        def train(model, dev):
+            def helper(n):
+                return torch.ones(n)
+            return model(helper(3))
+        """
+    out = fix(code)
+    assert "return torch.zeros(3)\n" in out
+    assert "torch.zeros(len(batch))" in out
+    assert "torch.ones(n, device=" in out  # a closure in training code gets a device too
+
+
+def test_suppression_comment():
+    code = "import torch\nx = torch.zeros(3)  # devmod: ignore[DM201]\n"
+    assert fix(code) == code
+
+
+def test_all_rules_on_a_small_training_script():
+    code = """\
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        X = torch.randn(64, 3)
+        y = torch.randn(64, 1)
+        loader = DataLoader(TensorDataset(X, y), batch_size=8)
+        model = nn.Linear(3, 1)
+
+        for xb, yb in loader:
+            noise = torch.randn(xb.size(0), 3)
+            loss = ((model(xb + noise) - yb) ** 2).mean()
+        """
+    out = fix(code, all_rules=True)
+    assert "X = torch.randn(64, 3)\n" in out and "y = torch.randn(64, 1)\n" in out
+    assert "noise = torch.randn(xb.size(0), 3, device=device)" in out

@@ -1,119 +1,179 @@
-"""The `devmod verify` command."""
+"""The ``devmod verify`` command (registered on the ``devmod`` group in codemods/cli.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict
 
 import click
 
-from .runner import RunOutcome
+from .runner import EXIT_CLEAN, EXIT_DEVICE, EXIT_ERROR, EXIT_USAGE, RunOutcome
 
-EXIT_CLEAN, EXIT_OTHER, EXIT_USAGE, EXIT_DEVICE = 0, 1, 2, 3
+_HELP = """Run SCRIPT as __main__ and report device errors at your line.
+
+SCRIPT runs in this process as `python SCRIPT ARGS...` would run it: sys.argv is
+[SCRIPT, *ARGS], the script's folder is first on sys.path, the working directory
+is unchanged. Put the script's own arguments after `--`:
+
+\b
+    devmod verify train.py -- --epochs 1 --batch-size 8
+
+Where it runs: on the real GPU when torch.cuda.is_available() is True, else on a
+simulated cuda:0. The simulation needs no GPU and no CUDA build of PyTorch:
+torch.cuda.is_available() returns True, every tensor carries a virtual device
+(cpu or cuda:0) while its data stays on the CPU, and an operation that mixes
+devices raises the error a GPU would raise ("Expected all tensors to be on the
+same device ..."). Bugs that are silent on a CPU-only machine show up.
+--real and --simulate force one or the other.
+
+\b
+Exit status:
+  0  the script ran clean (a one-line summary on stderr; SystemExit(0) counts)
+  3  a device error: the report gives the message, the path:line of the
+     innermost frame in your own files with its source line, the devices
+     involved and the devmod rule that would fix it
+  1  the script failed for another reason (its traceback is shown)
+  2  the command line was wrong (no such script, --real without a GPU, ...)
+
+--compare rewrites a temporary copy of SCRIPT with devmod (the original is never
+modified), runs the original and the copy, each in a fresh Python process, and
+prints a before/after table; it exits 0 when the rewritten copy runs clean,
+3 when it still hits a device error, 1 otherwise.
+
+--json prints the outcome as one JSON object on stdout (the script's own output
+goes to stderr): kind (clean | device-error | error), mode, message, location,
+path, line, source_line, devices, rule, rule_name, why, traceback,
+param_devices (the devices model parameters were used on), exit_code.
+
+The same simulation runs a pytest suite: pytest -p codemods.pytest_plugin
+--simulate-cuda. What it cannot model is listed in docs/verify.md.
+"""
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+@click.command(help=_HELP, context_settings={"ignore_unknown_options": True})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--real", "mode", flag_value="real", help="Run on the real GPU (error if there is none).")
+@click.option("--real", "mode", flag_value="real", help="Run on the real GPU; exit 2 if there is none.")
 @click.option("--simulate", "mode", flag_value="simulate",
-              help="Run on a simulated cuda:0 even if a real GPU is present.")
+              help="Run on the simulated cuda:0, even where a real GPU is present.")
 @click.option("--compare", is_flag=True,
-              help="Rewrite a temporary copy with devmod and run both; the original is never modified.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout (for bots).")
-def verify(script: str, args: tuple[str, ...], mode: str | None, compare: bool, as_json: bool) -> None:
-    """Run SCRIPT as __main__ and report device errors at your line.
-
-    On a machine with a GPU the script runs there; without one it runs on a
-    simulated cuda:0: tensors carry a virtual device while their data stays on the
-    CPU, and mixing devices raises the same error a real GPU would. Arguments after
-    `--` are passed to the script: `devmod verify train.py -- --epochs 1`.
-
-    \b
-    Exit status: 0 ran clean; 3 a device error (the report names the file, the
-    line, the devices and the devmod rule that fixes it); 1 the script failed for
-    another reason (its traceback is shown); 2 the command line was wrong.
-    """
-    simulate = _choose_simulation(mode)
+              help="Rewrite a temporary copy with devmod and run both: a before/after table.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout (for bots and CI).")
+@click.option("--traceback", "show_traceback", is_flag=True, help="Also print the full traceback of a device error.")
+@click.pass_context
+def verify(ctx: click.Context, script: str, args: tuple[str, ...], mode: str | None, compare: bool,
+           as_json: bool, show_traceback: bool) -> None:
+    simulate = _choose_simulation(ctx, mode)
     if compare:
-        sys.exit(_compare(script, args, simulate, as_json))
+        ctx.exit(_compare(script, args, simulate, as_json))
     from .runner import run_script
 
     # With --json, stdout carries only the JSON: the script's own prints go to stderr.
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         outcome = run_script(script, args, simulate=simulate)
+    sys.stdout.flush()  # the script's own output first, then the report
     if as_json:
-        click.echo(json.dumps(asdict(outcome), indent=2))
+        click.echo(json.dumps(outcome.to_dict(), indent=2))
     else:
-        _report(script, outcome)
-    sys.exit(outcome.exit_code)
+        report(outcome, show_traceback)
+    ctx.exit(outcome.exit_code)
 
 
-def _choose_simulation(mode: str | None) -> bool:
+def _choose_simulation(ctx: click.Context, mode: str | None) -> bool:
     try:
         from .runner import real_gpu_available
+
         has_gpu = real_gpu_available()
     except ImportError:
-        click.echo("devmod verify: error: PyTorch is not installed in this environment "
-                   "(`pip install torch`)", err=True)
-        sys.exit(EXIT_USAGE)
+        click.echo("devmod verify: error: PyTorch is not installed in this environment (pip install torch)", err=True)
+        ctx.exit(EXIT_USAGE)
     if mode == "real" and not has_gpu:
-        click.echo("devmod verify: error: --real needs a CUDA GPU and none is available here; "
-                   "drop --real to use the simulated GPU", err=True)
-        sys.exit(EXIT_USAGE)
+        click.echo("devmod verify: error: --real needs a CUDA GPU and torch.cuda.is_available() is False here; "
+                   "leave out --real to run on the simulated cuda:0", err=True)
+        ctx.exit(EXIT_USAGE)
     return mode == "simulate" or (mode is None and not has_gpu)
 
 
-def _report(script: str, outcome: RunOutcome) -> None:
-    where = "simulated cuda:0" if outcome.mode == "simulated" else f"{outcome.mode} device"
+def _where(outcome: RunOutcome) -> str:
+    return {"simulated": "simulated cuda:0", "real": "the real GPU"}.get(outcome.mode, "the CPU (no simulation)")
+
+
+def report(outcome: RunOutcome, show_traceback: bool = False) -> None:
+    """The human-readable report, on stderr."""
+    script = outcome.script
     if outcome.kind == "clean":
-        devices = ", ".join(outcome.param_devices) or "no model parameters used"
-        click.echo(f"devmod verify: {script} ran clean on {where} (model parameters on: {devices})", err=True)
+        params = " and ".join(outcome.param_devices)
+        detail = f"model parameters on {params}" if params else "no model parameters took part in an operation"
+        click.echo(f"devmod verify: {script} ran clean on {_where(outcome)} ({detail})", err=True)
         return
-    if outcome.kind == "device-error":
-        click.echo(f"{outcome.path}:{outcome.line}: device error ({where})", err=True)
-        if outcome.source_line:
-            click.echo(f"    {outcome.source_line}", err=True)
-        click.echo(outcome.message, err=True)
-        devices = sorted(set(re.findall(r"\b(cuda:\d+|cpu)\b", outcome.message)))
-        if devices:
-            click.echo(f"devices involved: {' and '.join(devices)}", err=True)
-        if outcome.hint:
-            click.echo(f"hint: devmod rule {outcome.hint} would fix this; try "
-                       f"`devmod apply --diff {script}`", err=True)
+    if outcome.kind == "error":
+        click.echo(outcome.traceback or outcome.message, err=True, nl=not outcome.traceback.endswith("\n"))
+        click.echo(f"devmod verify: {script} failed on {_where(outcome)}, not with a device error: "
+                   f"{outcome.message.splitlines()[0] if outcome.message else ''}", err=True)
         return
-    click.echo(outcome.traceback or outcome.message, err=True, nl=False)
-    click.echo(f"devmod verify: {script} failed for a reason other than device placement", err=True)
+    if show_traceback and outcome.traceback:
+        click.echo(outcome.traceback, err=True, nl=False)
+    where = f"{outcome.path}:{outcome.line}" if outcome.path else script
+    click.echo(f"{where}: device error on {_where(outcome)}", err=True)
+    if outcome.source_line:
+        click.echo(f"    {outcome.source_line}", err=True)
+    click.echo(outcome.message, err=True)
+    if outcome.devices:
+        click.echo(f"devices involved: {' and '.join(outcome.devices)}", err=True)
+    if outcome.rule:
+        click.echo(f"hint: devmod rule {outcome.rule} ({outcome.rule_name}) would fix this: {outcome.why}", err=True)
+        click.echo(f"      preview the fix with `devmod apply --diff {script}`", err=True)
+    elif outcome.why:
+        click.echo(f"hint: {outcome.why} (no devmod rule rewrites this)", err=True)
 
 
-def _run_subprocess(script: str, args: tuple[str, ...], simulate: bool, extra_path: str) -> RunOutcome:
-    command = [sys.executable, "-m", "codemods.verify.runner", *(["--simulate"] if simulate else []), script, *args]
-    env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path, package_root, env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run(command, capture_output=True, text=True, env=env)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        return RunOutcome("error", "simulated" if simulate else "real", proc.stderr.strip()[-500:])
-    return RunOutcome(**json.loads(lines[-1]))
+# -- --compare ---------------------------------------------------------------------------------
+class _Run:
+    """One run in a fresh interpreter, so nothing the first run imported leaks into the second.
+    Started at once; both runs of --compare proceed side by side."""
+
+    def __init__(self, script: str, args: tuple[str, ...], simulate: bool, extra_path: str) -> None:
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path, package_root, env.get("PYTHONPATH", "")) if p)
+        handle, self.result = tempfile.mkstemp(prefix="devmod-outcome-", suffix=".json")
+        os.close(handle)
+        self.script, self.mode = script, "simulated" if simulate else "real"
+        command = [sys.executable, "-m", "codemods.verify.runner", *(["--simulate"] if simulate else []),
+                   "--result", self.result, script, "--", *args]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+    def outcome(self) -> RunOutcome:
+        try:
+            out, err = self.proc.communicate()
+            with open(self.result, encoding="utf-8") as stream:
+                text = stream.read()
+            if text:
+                return RunOutcome.from_dict(json.loads(text))
+            return RunOutcome("error", self.mode, self.script,
+                              f"the run died (exit status {self.proc.returncode})",
+                              traceback=(err or out).strip()[-2000:])
+        finally:
+            os.unlink(self.result)
 
 
 def _compare(script: str, args: tuple[str, ...], simulate: bool, as_json: bool) -> int:
-    from ..engine import SourceError, transform_source
-    from ..source_file import decode_source
-
+    try:
+        from ..engine import SourceError, transform_source
+        from ..source_file import decode_source
+    except ImportError as exc:  # the engine is part of the package; a broken install lands here
+        click.echo(f"devmod verify: error: --compare needs the devmod engine ({exc})", err=True)
+        return EXIT_USAGE
     with open(script, "rb") as handle:
         data = handle.read()
     try:
-        text = decode_source(data)
-        rewritten = transform_source(text.text, script).output
+        source = decode_source(data)
+        rewritten = transform_source(source.text, script).output
     except (SourceError, UnicodeDecodeError, SyntaxError) as exc:
         click.echo(f"devmod verify: error: cannot rewrite {script}: {exc}", err=True)
         return EXIT_USAGE
@@ -121,30 +181,38 @@ def _compare(script: str, args: tuple[str, ...], simulate: bool, as_json: bool) 
     try:
         copy = os.path.join(folder, os.path.basename(script))
         with open(copy, "wb") as handle:
-            handle.write(text.encode(rewritten))
-        origin = os.path.dirname(os.path.abspath(script))
-        before = _run_subprocess(script, args, simulate, origin)
-        after = _run_subprocess(copy, args, simulate, origin)
+            handle.write(source.encode(rewritten))
+        origin = os.path.dirname(os.path.abspath(script))  # the copy still imports the script's neighbours
+        runs = [_Run(path, args, simulate, origin) for path in (script, copy)]
+        before, after = (run.outcome() for run in runs)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    after.path = after.path.replace(copy, f"{script} (rewritten)")
+    after.script = f"{script} (rewritten)"
+    if after.path == copy:
+        after.path = after.script
+    changed = rewritten != source.text
     if as_json:
-        click.echo(json.dumps({"before": asdict(before), "after": asdict(after),
-                               "changed": rewritten != text.text}, indent=2))
+        click.echo(json.dumps({"before": before.to_dict(), "after": after.to_dict(), "changed": changed}, indent=2))
     else:
-        rows = [("run", "mode", "outcome", "detail")]
-        for label, outcome in (("before", before), ("after", after)):
-            rows.append((label, outcome.mode, outcome.kind, _detail(outcome)))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        for row in rows:
-            click.echo("  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3])
-        if rewritten == text.text:
+        click.echo(compare_table(before, after))
+        if not changed:
             click.echo("(devmod changes nothing in this script)")
-    return {"clean": EXIT_CLEAN, "device-error": EXIT_DEVICE}.get(after.kind, EXIT_OTHER)
+    return {"clean": EXIT_CLEAN, "device-error": EXIT_DEVICE}.get(after.kind, EXIT_ERROR)
+
+
+def compare_table(before: RunOutcome, after: RunOutcome) -> str:
+    rows = [("run", "mode", "outcome", "detail")]
+    for label, outcome in (("before", before), ("after", after)):
+        rows.append((label, outcome.mode, outcome.kind, _detail(outcome)))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3]
+                     for row in rows)
 
 
 def _detail(outcome: RunOutcome) -> str:
     if outcome.kind == "clean":
-        return "model parameters on " + (", ".join(outcome.param_devices) or "-")
+        return "model parameters on " + (" and ".join(outcome.param_devices) or "-")
     where = f"line {outcome.line}: " if outcome.line else ""
-    return (where + outcome.message.splitlines()[0])[:110] if outcome.message else ""
+    rule = f" [{outcome.rule}]" if outcome.rule else ""
+    first = outcome.message.splitlines()[0] if outcome.message else ""
+    return (where + first)[:120] + rule

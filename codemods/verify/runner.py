@@ -1,7 +1,11 @@
-"""Run a script as ``__main__`` on the real GPU or the simulated one and say what happened.
+"""Run a script as ``__main__`` on the real GPU, on the simulated one, or on the plain CPU,
+and say what happened.
 
-Also a small command (``python -m codemods.verify.runner --json [--simulate] SCRIPT``)
-so ``devmod verify --compare`` can run each side in a fresh process.
+``run_script`` runs in this process and undoes what the run changed (``sys.argv``,
+``sys.path``, the script's own modules in ``sys.modules``, the simulation). As a command,
+``python -m codemods.verify.runner [--simulate] --result FILE SCRIPT [ARGS...]`` runs one
+script in a fresh process and writes the outcome as JSON (``devmod verify --compare``
+uses it so the two runs cannot leak state into each other).
 """
 
 from __future__ import annotations
@@ -10,137 +14,188 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import runpy
 import sys
 import traceback
-from dataclasses import asdict, dataclass, field
-from typing import Iterator, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from types import TracebackType
+from typing import Any, Iterator, Sequence
 
-DEVICE_ERROR_PATTERNS = (
-    "Expected all tensors to be on the same device",
-    "Input and hidden tensors are not at the same device",
-    "can't convert cuda",
-    "indices should be either on cpu or on the same device",
-    "module must have its parameters and buffers on device",
-    "should be the same or input should be a MKLDNN tensor",
-    "Input type (",
-    "Torch not compiled with CUDA enabled",
-    "Found no NVIDIA driver",
-    "Attempting to deserialize object on a CUDA device",
-    "Expected object of device type",
-)
-# Which devmod rule would have prevented an error, from where it happened.
-HINTS = (
-    ("can't convert cuda", "DM303 numpy-cpu"),
-    ("deserialize object on a CUDA device", "DM302 load-map-location"),
-    ("Torch not compiled with CUDA", "DM103 cuda-call / DM102 string-device"),
-    ("Found no NVIDIA driver", "DM103 cuda-call / DM102 string-device"),
-    ("indices should be either on cpu", "DM405 cuda-index-cpu-tensor (make the table a buffer: DM301)"),
-    ("module must have its parameters", "DM202 model-to-device (move the model before wrapping)"),
-)
+from .diagnose import devices_in, diagnose, is_device_error, user_frame
+
+EXIT_CLEAN, EXIT_ERROR, EXIT_USAGE, EXIT_DEVICE = 0, 1, 2, 3
+_VERIFY_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 @dataclass
 class RunOutcome:
-    kind: str  # "clean" | "device-error" | "error"
-    mode: str  # "simulated" | "real" | "cpu"
-    message: str = ""
-    path: str = ""
+    """What one run did. ``kind``: "clean" | "device-error" | "error"; ``mode``: "simulated" |
+    "real" (a CUDA GPU) | "cpu" (no GPU, no simulation)."""
+
+    kind: str
+    mode: str
+    script: str = ""
+    message: str = ""  # "RuntimeError: Expected all tensors ..."
+    path: str = ""  # innermost frame in the user's files
     line: int = 0
     source_line: str = ""
-    hint: str = ""
+    devices: list[str] = field(default_factory=list)  # devices the error names, GPU first
+    rule: str = ""  # devmod rule that would fix it, e.g. "DM203"
+    rule_name: str = ""  # e.g. "batch-to-device"
+    why: str = ""
     traceback: str = ""
-    param_devices: list[str] = field(default_factory=list)
+    param_devices: list[str] = field(default_factory=list)  # where nn.Parameters worked (simulated runs)
+
+    @property
+    def location(self) -> tuple[str, int]:
+        return self.path, self.line
 
     @property
     def exit_code(self) -> int:
-        return {"clean": 0, "device-error": 3}.get(self.kind, 1)
+        return {"clean": EXIT_CLEAN, "device-error": EXIT_DEVICE}.get(self.kind, EXIT_ERROR)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "location": f"{self.path}:{self.line}" if self.path else "",
+                "exit_code": self.exit_code}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunOutcome:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
-def is_device_error(exc: BaseException) -> bool:
-    text = str(exc)
-    return isinstance(exc, (RuntimeError, TypeError, AssertionError)) and any(p in text for p in DEVICE_ERROR_PATTERNS)
+def real_gpu_available() -> bool:
+    """A CUDA GPU, asked before any simulation is active."""
+    import torch
 
-
-def hint_for(message: str, source_line: str) -> str:
-    for needle, rule in HINTS:
-        if needle in message:
-            return rule
-    if re.search(r"torch\.(zeros|ones|randn?|empty|full|arange|tensor|linspace|eye)\(", source_line):
-        return "DM201 factory-device"
-    if "self." in source_line or "forward" in source_line:
-        return "DM201 factory-device / DM301 tensor-buffer"
-    return "DM203 batch-to-device / DM202 model-to-device / DM201 factory-device"
-
-
-def _user_frame(tb, script_dir: str) -> tuple[str, int, str]:
-    """The innermost frame in the user's own files (not torch, not devmod, not the stdlib)."""
-    devmod_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    found = ("", 0, "")
-    for frame in traceback.extract_tb(tb):
-        path = os.path.abspath(frame.filename)
-        if path.startswith(devmod_dir) or "site-packages" in path or "dist-packages" in path:
-            continue
-        if path.startswith(script_dir) or not path.startswith(sys.prefix):
-            found = (frame.filename, frame.lineno or 0, (frame.line or "").strip())
-    return found
+    return bool(torch.cuda.is_available())
 
 
 @contextlib.contextmanager
 def _script_environment(path: str, argv: Sequence[str]) -> Iterator[None]:
+    """``sys.argv = [path, *argv]``, the script's folder first on ``sys.path``; undone on exit,
+    with the modules the script imported from its folder."""
+    script_dir = os.path.dirname(os.path.abspath(path))
     saved_argv, saved_path, saved_modules = sys.argv[:], sys.path[:], set(sys.modules)
-    sys.argv = [path, *argv]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    sys.argv = [os.fspath(path), *argv]
+    sys.path.insert(0, script_dir)
     try:
         yield
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        script_dir = os.path.dirname(os.path.abspath(path))
         for name in set(sys.modules) - saved_modules:
-            module_file = getattr(sys.modules[name], "__file__", None) or ""
-            if os.path.abspath(module_file).startswith(script_dir):
+            module_file = getattr(sys.modules.get(name), "__file__", None) or ""
+            if module_file and os.path.abspath(module_file).startswith(script_dir + os.sep):
                 del sys.modules[name]
 
 
-def real_gpu_available() -> bool:
-    import torch
-    return torch.cuda.is_available()
+def _script_traceback(exc: BaseException, script: str) -> str:
+    """The traceback as the user would see it from ``python SCRIPT``: from the script's first
+    frame on, without the frames of devmod's own simulation."""
+    tb: TracebackType | None = exc.__traceback__
+    start = tb
+    while start is not None and os.path.abspath(start.tb_frame.f_code.co_filename) != script:
+        start = start.tb_next
+    report = traceback.TracebackException(type(exc), exc, start or tb)
+    pending, seen = [report], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.stack = traceback.StackSummary.from_list(
+            [f for f in current.stack if not os.path.abspath(f.filename).startswith(_VERIFY_DIR)])
+        pending.extend(c for c in (current.__cause__, current.__context__) if c is not None)
+    return "".join(report.format())
 
 
-def run_script(path: str, argv: Sequence[str] = (), simulate: bool = True) -> RunOutcome:
-    """Run ``path`` in this process; the simulation is undone afterwards."""
+def run_script(path: str | os.PathLike[str], argv: Sequence[str] = (), simulate: bool = True) -> RunOutcome:
+    """Run ``path`` as ``__main__`` in this process, on the simulated ``cuda:0`` when ``simulate``
+    (else on whatever the machine has), and classify the outcome."""
     from .simulate import simulated_cuda
 
-    script_dir = os.path.dirname(os.path.abspath(path))
+    script = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(script):
+        raise FileNotFoundError(f"no such script: {path}")
     mode = "simulated" if simulate else ("real" if real_gpu_available() else "cpu")
     sim = None
+    shown = os.fspath(path)
+    namespace: dict[str, Any] = {}
     try:
-        with _script_environment(path, argv), (simulated_cuda() if simulate else contextlib.nullcontext()) as sim:
-            runpy.run_path(path, run_name="__main__")
+        with _script_environment(shown, argv):
+            with (simulated_cuda() if simulate else contextlib.nullcontext()) as sim:
+                namespace = runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (0, None):
-            return RunOutcome("error", mode, f"exited with status {exc.code}")
-    except BaseException as exc:  # the user's script may raise anything
-        file, line, source = _user_frame(exc.__traceback__, script_dir)
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        kind = "device-error" if is_device_error(exc) else "error"
-        message = f"{type(exc).__name__}: {exc}"
-        return RunOutcome(kind, mode, message, file, line, source,
-                          hint_for(message, source) if kind == "device-error" else "", text,
-                          sorted(sim.stats.param_devices) if sim else [])
-    return RunOutcome("clean", mode, param_devices=sorted(sim.stats.param_devices) if sim else [])
+            return RunOutcome("error", mode, shown, f"SystemExit: {exc.code}", traceback=f"exited with {exc.code}\n",
+                              param_devices=_params(sim))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the user's script may raise anything
+        return _failed(exc, mode, shown, script, sim)
+    return RunOutcome("clean", mode, shown, param_devices=_params(sim) if sim is not None else _models_in(namespace))
+
+
+def _params(sim: Any) -> list[str]:
+    return sorted(sim.stats.param_devices) if sim is not None else []
+
+
+def _models_in(namespace: dict[str, Any]) -> list[str]:
+    """Without the simulation there is no record of use: where the script's module-level
+    models ended up."""
+    import torch
+
+    models = [v for v in namespace.values() if isinstance(v, torch.nn.Module)]
+    return sorted({_real_device(p) for m in models for p in m.parameters()})
+
+
+def _failed(exc: BaseException, mode: str, shown: str, script: str, sim: Any) -> RunOutcome:
+    _, path, line, source = user_frame(exc.__traceback__)
+    path = _display_path(path, script, shown)
+    message = f"{type(exc).__name__}: {exc}"
+    outcome = RunOutcome("error", mode, shown, message, path, line, source,
+                         traceback=_script_traceback(exc, script), param_devices=_params(sim))
+    if is_device_error(exc):
+        outcome.kind = "device-error"
+        mismatch = getattr(exc, "devmod_mismatch", None)
+        outcome.devices = list(mismatch.devices) if mismatch else devices_in(str(exc))
+        outcome.devices = sorted(set(outcome.devices), reverse=True)
+        try:
+            found = diagnose(exc, sim.device_of if sim is not None else _real_device)
+        except Exception:  # noqa: BLE001 - a hint must never hide the error itself
+            found = None
+        if found is not None:
+            outcome.rule, outcome.rule_name, outcome.why = found.rule, found.rule_name, found.why
+    return outcome
+
+
+def _display_path(path: str, script: str, shown: str) -> str:
+    """The script as the user spelled it; other files relative to the working directory."""
+    if not path:
+        return ""
+    if os.path.abspath(path) == script:
+        return shown
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _real_device(tensor: Any) -> str:
+    device = tensor.device
+    return "cuda:0" if device.type == "cuda" else device.type
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run one script and print its outcome as JSON.")
-    parser.add_argument("--simulate", action="store_true")
+    parser = argparse.ArgumentParser(prog="python -m codemods.verify.runner",
+                                     description="Run one script and write its outcome as JSON.")
+    parser.add_argument("--simulate", action="store_true", help="run on the simulated cuda:0")
+    parser.add_argument("--result", required=True, help="file the JSON outcome is written to")
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)
-    outcome = run_script(options.script, options.args, simulate=options.simulate)
-    sys.stdout.flush()
-    print("\n" + json.dumps(asdict(outcome)))
+    args = options.args[1:] if options.args[:1] == ["--"] else options.args
+    outcome = run_script(options.script, args, simulate=options.simulate)
+    with open(options.result, "w", encoding="utf-8") as handle:
+        json.dump(outcome.to_dict(), handle)
     return outcome.exit_code
 
 

@@ -1,198 +1,231 @@
 """A simulated ``cuda:0`` on a CPU-only PyTorch, built on ``TorchFunctionMode``.
 
-Every tensor carries a virtual device (``cpu`` or ``cuda:0``) in a side table while
-its data stays on the CPU. Factories with ``device=``, ``.to()``, ``.cuda()``,
-``.cpu()``, ``Module.to``, gradients, optimizer state and ``torch.load(map_location=)``
-keep the virtual device right; an operation that mixes devices raises the error real
-PyTorch raises. ``torch.cuda.is_available()`` is True while the simulation is active.
+Every tensor carries a virtual device (``cpu`` or ``cuda:0``) in a side table while its
+data stays on the CPU. Every torch call passes through :class:`SimulatedCuda`, which
+checks that the tensors it receives agree on a device (with PyTorch's own exceptions:
+0-dim CPU tensors, CPU indices into GPU tensors, copies), raises PyTorch's error when
+they do not, and gives the result the device the real call would have. The rest of
+the machine (``torch.cuda.*``, ``torch.save``/``load``, DataParallel, ...) is patched
+by :mod:`.torch_patches` for as long as the simulation is active.
 See docs/verify.md for what it covers and what it cannot model.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils import _device
 
-from .cuda_api import patched_cuda_api
 from .virtual_devices import CPU, CUDA, DeviceTable, normalize, tensors_in
 
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, {0} and {1}!"
-NUMPY_ON_CUDA = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
-                 "to host memory first.")
-RNN_MISMATCH = ("Input and hidden tensors are not at the same device, found input tensor at {0} and hidden "
-                "tensor at {1}")
-_RNN_FUNCTIONS = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
-INDEX_ON_OTHER_DEVICE = "indices should be either on cpu or on the same device as the indexed tensor (cpu)"
-_T = torch.Tensor
-# Operations that may take tensors on different devices, as in real PyTorch.
-_MAY_MIX = {_T.copy_, _T.to, _T.cuda, _T.cpu, _T.type, _T.__repr__, _T.__format__, _T.__reduce_ex__,
-            _T.__deepcopy__, _T.__setstate__, _T.set_, _T.__setitem__, _T.is_set_to,
-            torch._has_compatible_shallow_copy_type, torch.is_same_size}
-_INDEXING = {_T.__getitem__, _T.index_select, torch.index_select, _T.gather, torch.gather,
-             _T.take, torch.take}
+_CUDA_DEVICE = torch.device(CUDA)
+_Parameter = torch.nn.Parameter
 
 
 @dataclass
 class Stats:
-    """What the run touched; ``param_devices`` tells where the model's parameters worked."""
+    """What a run touched. ``param_devices``: the virtual devices that ``nn.Parameter``s were on
+    when they took part in an operation with other tensors (a forward pass, say)."""
 
     param_devices: set[str] = field(default_factory=set)
     ops: int = 0
+    device_errors: int = 0
+
+
+@dataclass
+class Mismatch:
+    """Why an operation failed; attached to the raised error as ``error.devmod_mismatch``."""
+
+    op: str
+    devices: tuple[str, str]
+    operands: list[tuple[torch.Tensor, str]]
+
+
+def op_name(func: Callable) -> str:
+    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
 
 
 class SimulatedCuda(TorchFunctionMode):
+    """The torch function mode behind :func:`simulated_cuda`. ``table`` holds the virtual
+    devices, ``stats`` what the run did."""
+
     def __init__(self) -> None:
         super().__init__()
         self.table = DeviceTable()
         self.stats = Stats()
+        self.default_device = CPU  # torch.set_default_device("cuda") under the simulation sets this
+
+    def device_of(self, tensor: torch.Tensor) -> str:
+        return self.table.of(tensor)
 
     # -- the dispatcher ------------------------------------------------------------------
-    def __torch_function__(self, func: Callable, types, args=(), kwargs=None) -> Any:
-        kwargs = dict(kwargs or {})
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        __tracebackhide__ = True  # pytest shows the user's line, not this one
+        kwargs = kwargs or {}
         self.stats.ops += 1
-        name = getattr(func, "__name__", "")
-        if name in ("__get__", "__set__"):
-            return self._attribute(func, name, args)
-        special = _SPECIAL.get(func)
-        if special is not None:
-            return special(self, func, args, kwargs)
+        handler = HANDLERS.get(func)
+        if handler is not None:
+            return handler(self, func, args, kwargs)
+        name = getattr(func, "__name__", None)
+        if name == "__get__":
+            return self._get(func, args)
+        if name == "__set__":
+            return self._set(func, args)
+        return self.generic(func, args, kwargs)
+
+    def generic(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """An ordinary op: inputs must agree; the result lands where the inputs are, or on
+        ``device=`` for factories."""
+        __tracebackhide__ = True
         target = None
-        if kwargs.get("device") is not None:
-            target = normalize(kwargs["device"])
-            kwargs["device"] = "cpu"
-        inputs = [t for t in tensors_in((args, kwargs))]
-        common = self._check(func, inputs)
+        device = kwargs.get("device")
+        constructor = func in constructors()
+        if device is not None:
+            target = normalize(device)
+            if target == CUDA:
+                kwargs = {**kwargs, "device": "cpu"}
+        elif constructor:
+            target = self.default_target()
+            if target == CUDA:
+                kwargs = {**kwargs, "device": "cpu"}
+        inputs = list(tensors_in(args))
+        if kwargs:
+            inputs.extend(tensors_in(kwargs))
+        if constructor:
+            # torch.tensor([...]) reads values, so tensors inside it don't decide the device;
+            # torch.tensor(t) / as_tensor(t) copy t and stay where it is.
+            common = self.table.of(args[0]) if args and isinstance(args[0], torch.Tensor) else CPU
+        else:
+            common = self.check(func, inputs) if inputs else CPU
         result = func(*args, **kwargs)
-        if func not in _MAY_MIX:
-            self.table.mark(result, target or common)
+        self.mark_result(result, target or common, inputs)
         return result
 
-    def _check(self, func: Callable, inputs: list[torch.Tensor]) -> str:
-        """The device the op runs on; raises like PyTorch when inputs disagree."""
-        devices = []
-        # In-place ops on parameters are initialisation and optimizer updates, not the model working.
-        computes = (len(inputs) > 1 and func not in _MAY_MIX
-                    and not getattr(func, "__name__", "").endswith("_"))
+    def default_target(self) -> str | None:
+        """``torch.set_default_device("cuda")`` or ``with torch.device("cuda"):``."""
+        if self.default_device == CUDA:
+            return CUDA
+        current = _device.CURRENT_DEVICE
+        if current is not None and current.type == "cuda":
+            return normalize(current)
+        return None
+
+    def mark_result(self, result: Any, device: str, inputs: list[torch.Tensor]) -> None:
+        """Give new result tensors ``device``; a returned input (in-place ops, no-op views)
+        keeps its own."""
+        if isinstance(result, torch.Tensor):
+            for tensor in inputs:
+                if tensor is result:
+                    return
+            self.table.set(result, device)
+        elif isinstance(result, (tuple, list)):
+            seen = {id(t) for t in inputs}
+            for tensor in tensors_in(result):
+                if id(tensor) not in seen:
+                    self.table.set(tensor, device)
+
+    def check(self, func: Callable, inputs: list[torch.Tensor]) -> str:
+        """The device ``func`` runs on; raises PyTorch's error when its inputs disagree."""
+        __tracebackhide__ = True
+        first = None
+        several = len(inputs) > 1
+        param_devices = None
         for tensor in inputs:
             device = self.table.of(tensor)
-            if computes and isinstance(tensor, torch.nn.Parameter):
-                self.stats.param_devices.add(device)
+            cls = type(tensor)
+            if several and cls is not torch.Tensor and (cls is _Parameter or isinstance(tensor, _Parameter)):
+                param_devices = param_devices or set()
+                param_devices.add(device)
             # 0-dim CPU tensors mix freely with tensors on any device (PyTorch treats them as scalars).
-            if device == CPU and tensor.dim() == 0 and len(inputs) > 1:
+            if device == CPU and several and tensor.dim() == 0:
                 continue
-            devices.append(device)
-        if func in _INDEXING and inputs:
-            base = self.table.of(inputs[0])
-            others = {self.table.of(t) for t in inputs[1:]}
-            if base == CPU and CUDA in others:
-                raise RuntimeError(INDEX_ON_OTHER_DEVICE)
-            return base
-        distinct = sorted(set(devices), reverse=True)  # "cuda:0" before "cpu", as PyTorch prints it
-        if len(distinct) > 1 and func not in _MAY_MIX:
-            if getattr(func, "__name__", "") in _RNN_FUNCTIONS and len(devices) > 1:
-                raise RuntimeError(RNN_MISMATCH.format(devices[0], next(d for d in devices if d != devices[0])))
-            raise RuntimeError(MISMATCH.format(*distinct[:2]))
-        return distinct[0] if distinct else CPU
+            if first is None:
+                first = device
+            elif device != first:
+                raise self.mismatch(func, inputs)
+        if param_devices and not getattr(func, "__name__", "_").endswith("_"):
+            # In-place ops on parameters are initialisation and optimizer steps, not the model at work.
+            self.stats.param_devices |= param_devices
+        return first or CPU
 
-    def _attribute(self, func: Callable, name: str, args) -> Any:
-        attribute = getattr(getattr(func, "__self__", None), "__name__", "")
+    def mismatch(self, func: Callable, inputs: list[torch.Tensor], message: str | None = None) -> RuntimeError:
+        """PyTorch's error for mixed devices, carrying what devmod needs to explain it."""
+        operands = [(t, self.table.of(t)) for t in inputs]
+        devices = sorted({d for _, d in operands}, reverse=True)  # "cuda:0" first, as PyTorch mostly prints
+        pair = (devices[0], devices[1]) if len(devices) > 1 else (devices[0], devices[0])
+        error = RuntimeError(message or MISMATCH.format(*pair))
+        error.devmod_mismatch = Mismatch(op_name(func), pair, operands)  # type: ignore[attr-defined]
+        self.stats.device_errors += 1
+        return error
+
+    # -- tensor attributes ------------------------------------------------------------------
+    def _get(self, func: Callable, args: tuple) -> Any:
         owner = args[0]
-        if name == "__set__":
-            result = func(*args)
-            if attribute in ("data", "grad") and isinstance(args[1], torch.Tensor):
-                self.table.mark(owner if attribute == "data" else args[1], self.table.of(args[1]))
-            return result
-        value = func(*args)
+        attribute = getattr(getattr(func, "__self__", None), "__name__", "")  # Python properties have none
         if attribute == "device":
-            return torch.device(self.table.of(owner))
+            return _CUDA_DEVICE if self.table.of(owner) == CUDA else func(*args)
         if attribute == "is_cuda":
-            return self.table.of(owner) != CPU
+            return self.table.of(owner) == CUDA
         if attribute == "is_cpu":
-            return self.table.of(owner) == CPU
-        if attribute in ("grad", "data") and isinstance(value, torch.Tensor) and not self.table.knows(value):
-            self.table.mark(value, self.table.of(owner))  # autograd makes grads outside the mode
+            return self.table.of(owner) != CUDA and func(*args)
+        value = func(*args)
+        # .grad (made by autograd outside the mode), .data, .T, .mT, .real ...: tensors the mode
+        # never saw, on their owner's device.
+        if isinstance(value, torch.Tensor) and not self.table.knows(value):
+            self.table.set(value, self.table.of(owner))
         return value
 
-    # -- device moves -----------------------------------------------------------------------
-    def _move(self, tensor: torch.Tensor, target: str, copy: bool = False, **options) -> torch.Tensor:
-        options = {k: v for k, v in options.items() if v is not None}
-        if target != self.table.of(tensor) or copy:
-            result = tensor.to(device="cpu", copy=True, **options)
-        else:
-            result = tensor.to(**options) if options else tensor
-        self.table.mark(result, target)
+    def _set(self, func: Callable, args: tuple) -> Any:
+        result = func(*args)
+        if getattr(getattr(func, "__self__", None), "__name__", "") == "data" and isinstance(args[1], torch.Tensor):
+            self.table.set(args[0], self.table.of(args[1]))  # Module.to moves parameters with `p.data = ...`
         return result
-
-    def _to(self, func, args, kwargs):
-        tensor, rest = args[0], args[1:]
-        if rest and isinstance(rest[0], torch.Tensor):
-            other = rest[0]
-            return self._move(tensor, self.table.of(other), dtype=other.dtype, non_blocking=kwargs.get("non_blocking"))
-        device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*rest, **kwargs)
-        target = normalize(device) if device is not None else self.table.of(tensor)
-        return self._move(tensor, target, copy=bool(kwargs.get("copy", False)), dtype=dtype,
-                          non_blocking=non_blocking, memory_format=memory_format)
-
-    def _cuda(self, func, args, kwargs):
-        device = args[1] if len(args) > 1 else kwargs.get("device")
-        return self._move(args[0], normalize(device if device is not None else "cuda"),
-                          non_blocking=kwargs.get("non_blocking"))
-
-    def _cpu(self, func, args, kwargs):
-        return self._move(args[0], CPU)
-
-    def _numpy(self, func, args, kwargs):
-        if self.table.of(args[0]) != CPU:
-            raise TypeError(NUMPY_ON_CUDA)
-        return func(*args, **kwargs)
-
-    def _pin_memory(self, func, args, kwargs):
-        if self.table.of(args[0]) != CPU:
-            raise RuntimeError(f"cannot pin '{args[0].type().replace('torch.', 'torch.cuda.')}' only dense CPU "
-                               "tensors can be pinned")
-        return args[0]  # no pinned memory without a GPU; a CPU tensor is what the caller needs
-
-    def _get_device(self, func, args, kwargs):
-        return 0 if self.table.of(args[0]) != CPU else -1
-
-    def _type(self, func, args, kwargs):
-        wanted = args[1] if len(args) > 1 else kwargs.get("dtype")
-        if wanted is None:
-            real = func(*args, **kwargs)
-            return real.replace("torch.", "torch.cuda.", 1) if self.table.of(args[0]) != CPU else real
-        name = wanted if isinstance(wanted, str) else getattr(wanted, "legacy_name", None) or \
-            f"{getattr(wanted, '__module__', '')}.{getattr(wanted, '__name__', '')}"
-        target = CUDA if ".cuda." in f".{name}" else CPU
-        dtype = _LEGACY_DTYPES.get(name.rsplit(".", 1)[-1])
-        if dtype is None:
-            return func(*args, **kwargs)
-        return self._move(args[0], target, dtype=dtype)
-
-
-_LEGACY_DTYPES = {"FloatTensor": torch.float32, "DoubleTensor": torch.float64, "HalfTensor": torch.float16,
-                  "LongTensor": torch.int64, "IntTensor": torch.int32, "ShortTensor": torch.int16,
-                  "ByteTensor": torch.uint8, "CharTensor": torch.int8, "BoolTensor": torch.bool,
-                  "BFloat16Tensor": torch.bfloat16}
-
-_SPECIAL: dict[Callable, Callable] = {
-    _T.to: SimulatedCuda._to, _T.cuda: SimulatedCuda._cuda, _T.cpu: SimulatedCuda._cpu,
-    _T.numpy: SimulatedCuda._numpy, _T.pin_memory: SimulatedCuda._pin_memory,
-    _T.get_device: SimulatedCuda._get_device, _T.type: SimulatedCuda._type,
-}
 
 
 @contextlib.contextmanager
 def simulated_cuda() -> Iterator[SimulatedCuda]:
-    """Run the block with a simulated ``cuda:0``; everything is restored on exit."""
+    """Run the block on a simulated ``cuda:0``: ``torch.cuda.is_available()`` is True, tensors
+    carry a virtual device, mixing devices raises. Everything is restored on exit, also when
+    the block raises. ``sim.stats.param_devices`` tells where the model's parameters worked::
+
+        with simulated_cuda() as sim:
+            train()
+        assert sim.stats.param_devices == {"cuda:0"}
+
+    Nested inside an active simulation (a test calling it under the pytest plugin, say) it
+    yields the active one.
+    """
+    from .torch_patches import patched_torch
+
+    if _ACTIVE:
+        yield _ACTIVE[-1]
+        return
     mode = SimulatedCuda()
-    with patched_cuda_api(mode), mode:
-        yield mode
+    with patched_torch(mode), mode:
+        _ACTIVE.append(mode)
+        try:
+            yield mode
+        finally:
+            _ACTIVE.pop()
 
 
-def simulation_requested() -> bool:
-    return os.environ.get("DEVMOD_SIMULATE_CUDA", "") not in ("", "0")
+_ACTIVE: list[SimulatedCuda] = []
+
+
+_CONSTRUCTORS: frozenset | None = None
+
+
+def constructors() -> frozenset:
+    """Factories that take ``device=`` (PyTorch's own list, used by ``torch.device`` contexts)."""
+    global _CONSTRUCTORS
+    if _CONSTRUCTORS is None:
+        _CONSTRUCTORS = frozenset(_device._device_constructors())
+    return _CONSTRUCTORS
+
+
+from .tensor_ops import HANDLERS  # noqa: E402  (the handlers need the class above)

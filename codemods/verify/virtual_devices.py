@@ -11,21 +11,44 @@ CPU = "cpu"
 CUDA = "cuda:0"
 
 
+def invalid_ordinal(device: Any) -> RuntimeError:
+    return RuntimeError(f"CUDA error: invalid device ordinal (the simulated machine has one GPU, cuda:0; "
+                        f"got {device})")
+
+
 def normalize(device: Any) -> str:
-    """``"cuda"``, ``0``, ``torch.device("cuda", 0)`` -> ``"cuda:0"``; anything else -> ``"cpu"``."""
-    if isinstance(device, int) and not isinstance(device, bool):
+    """``"cuda"``, ``"cuda:0"``, ``0``, ``torch.device("cuda", 0)`` -> ``"cuda:0"``; other devices -> ``"cpu"``.
+
+    Raises like CUDA does for an ordinal the one simulated GPU does not have."""
+    if isinstance(device, bool):
+        return CPU
+    if isinstance(device, int):  # a bare int is a CUDA ordinal
+        if device != 0:
+            raise invalid_ordinal(f"cuda:{device}")
         return CUDA
     if isinstance(device, str):
+        if device == "cuda" or device == "cuda:0":  # fast path: the common spellings
+            return CUDA
+        if device == "cpu":
+            return CPU
         device = torch.device(device)
     if isinstance(device, torch.device) and device.type == "cuda":
         if device.index not in (None, 0):
-            raise RuntimeError(f"CUDA error: invalid device ordinal (the simulated machine has one GPU; got {device})")
+            raise invalid_ordinal(device)
         return CUDA
     return CPU
 
 
+def is_cuda_request(device: Any) -> bool:
+    """True when ``device`` names the (simulated) GPU; never raises."""
+    try:
+        return device is not None and normalize(device) == CUDA
+    except RuntimeError:
+        return True
+
+
 def tensors_in(value: Any) -> Iterator[torch.Tensor]:
-    """Every tensor inside nested lists, tuples and dicts."""
+    """Every tensor inside nested lists, tuples and dicts (the shapes torch functions take)."""
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (list, tuple)):
@@ -37,7 +60,8 @@ def tensors_in(value: Any) -> Iterator[torch.Tensor]:
 
 
 class DeviceTable:
-    """Tensor -> virtual device. Tensors it never saw are on the CPU, like real new tensors."""
+    """Tensor -> virtual device, by object identity. Tensors it never saw are on the CPU,
+    as every tensor that was not put on the GPU is in real PyTorch."""
 
     def __init__(self) -> None:
         self._devices: WeakIdKeyDictionary = WeakIdKeyDictionary()
@@ -48,6 +72,13 @@ class DeviceTable:
     def knows(self, tensor: torch.Tensor) -> bool:
         return tensor in self._devices
 
+    def set(self, tensor: torch.Tensor, device: str) -> None:
+        self._devices[tensor] = device
+
     def mark(self, value: Any, device: str) -> None:
         for tensor in tensors_in(value):
             self._devices[tensor] = device
+
+    def forget(self, tensor: torch.Tensor) -> str:
+        """Drop the entry (and with it the weak reference ``torch.utils.swap_tensors`` refuses)."""
+        return self._devices.pop(tensor, CPU)

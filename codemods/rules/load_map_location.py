@@ -6,10 +6,15 @@ torch.cuda.is_available() is False"), and loading it on a GPU puts the tensors o
 whatever device they were saved from, which need not be the model's.
 ``map_location=device`` puts them where the rest of the code expects them.
 
-- Where no device is in scope (Dataset code, other classes) ``map_location="cpu"``
-  is used: it always works, and ``model.load_state_dict`` copies into place.
+- In training code and at module level: ``map_location=device`` (the shared variable
+  or the function's ``device`` parameter).
+- Everywhere else (Dataset code, model methods such as loading helpers and
+  classmethods, other classes) and where the function only defines its device
+  further down: ``map_location="cpu"``. It always works, and
+  ``model.load_state_dict`` copies the tensors to wherever the parameters are.
 - A second positional argument already is the map location; ``weights_only`` and
-  every other argument stay as written.
+  every other argument stay as written. ``map_location="cuda:0"`` is DM102's (string
+  devices) and ``**kwargs`` may carry one: both are left alone.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.names import keyword, positional, qualified_names
+from ..analysis.scopes import ScopeKind
+from ..analysis.tensors import bound_before
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
 
@@ -37,9 +44,19 @@ class LoadMapLocation(Rule):
             return updated_node
         if any(a.star for a in original_node.args):
             return updated_node
-        device = self.device_for(original_node) or cst.SimpleString('"cpu"')
+        device = self._device(original_node)
         return self.fix(original_node, updated_node, with_keyword(updated_node, "map_location", device),
                         "`torch.load` without `map_location` restores tensors to the device they were saved on")
+
+    def _device(self, node: cst.Call) -> cst.BaseExpression:
+        """The shared device in module/function code, else the CPU (always safe to load to)."""
+        cpu = cst.SimpleString('"cpu"')
+        if self.devices.place(node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
+            return cpu
+        device = self.device_for(node)
+        if not isinstance(device, cst.Name) or not bound_before(self.metadata, node, device.value):
+            return cpu
+        return device
 
     VALID = [
         Valid('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")\n'),
@@ -52,6 +69,15 @@ class LoadMapLocation(Rule):
             "    model.load_state_dict(torch.load(path, weights_only=True))\n",
             "import torch\n\ndef restore(model, path, device):\n"
             "    model.load_state_dict(torch.load(path, weights_only=True, map_location=device))\n",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    @classmethod\n"
+            "    def restore(cls, path):\n        net = cls()\n        net.load_state_dict(torch.load(path))\n"
+            "        return net\n\nstate = torch.load('opt.pt')\n",
+            "import torch\nimport torch.nn as nn\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n"
+            "class Net(nn.Module):\n    @classmethod\n"
+            "    def restore(cls, path):\n        net = cls()\n        net.load_state_dict(torch.load(path, map_location=\"cpu\"))\n"
+            "        return net\n\nstate = torch.load('opt.pt', map_location=device)\n",
         ),
         Invalid(
             "import torch\nfrom torch.utils.data import Dataset\n\nclass Cached(Dataset):\n"

@@ -13,14 +13,29 @@ On a CPU tensor ``.cpu()`` returns the tensor itself, so the fix costs nothing t
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import Mapping
 
-from ..analysis.names import method_call
-from ..analysis.tensors import is_surely_tensor
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
+
+from ..analysis.modules import called_on_import, single_assigned_value
+from ..analysis.names import keyword, method_call, positional, qualified_names
+from ..analysis.roles import is_model_constructor
+from ..analysis.tensors import is_surely_tensor, surely_tensor_variable
 from .base import Invalid, Rule, Valid
 
-_TORCH_ONLY_METHODS = frozenset({"detach", "requires_grad_", "argmax", "softmax", "sigmoid", "squeeze",
-                                 "unsqueeze"})
+# Methods that only a torch tensor has among objects offering ``.numpy()`` (TensorFlow
+# tensors have none of them; NumPy arrays have no ``.numpy()`` at all).
+_TORCH_ONLY_METHODS = frozenset({"detach", "detach_", "requires_grad_", "argmax", "softmax", "log_softmax",
+                                 "sigmoid", "unsqueeze", "float", "double", "half", "long", "permute",
+                                 "contiguous", "clamp"})
+# Chains that keep a tensor a tensor without telling what it is.
+_PASS_THROUGH_ATTRIBUTES = frozenset({"data", "grad", "T", "mT", "real", "imag"})
+# Model methods that return the model itself.
+_MODEL_CHAIN = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "double", "half", "requires_grad_"})
+_NOT_TENSOR_RESULTS = frozenset({"torch.load", "torch.save", "torch.is_tensor", "torch.numel", "torch.device",
+                                 "torch.manual_seed", "torch.no_grad", "torch.get_default_dtype"})
+_MAX_DEPTH = 6
 
 
 class NumpyCpu(Rule):
@@ -33,9 +48,9 @@ class NumpyCpu(Rule):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not method_call(original_node, "numpy") or original_node.args:
-            return updated_node
+            return updated_node  # ``.numpy(force=True)`` copies to the CPU itself
         receiver = original_node.func.value  # type: ignore[union-attr]
-        if _on_cpu_already(receiver) or not self._is_torch_tensor(receiver):
+        if _on_cpu_already(self.metadata, receiver) or not self._is_torch_tensor(receiver):
             return updated_node
         func = updated_node.func
         assert isinstance(func, cst.Attribute)
@@ -43,14 +58,56 @@ class NumpyCpu(Rule):
         return self.fix(original_node, updated_node, updated_node.with_changes(func=func.with_changes(value=cpu)),
                         "`.numpy()` fails on a GPU tensor: copy it to the CPU first")
 
-    def _is_torch_tensor(self, receiver: cst.BaseExpression) -> bool:
-        if is_surely_tensor(self.metadata, receiver):
-            return True
+    def _is_torch_tensor(self, receiver: cst.BaseExpression, depth: int = 0) -> bool:
+        """Surely a torch tensor: some link of the chain is only found on torch tensors, or
+        the chain starts at a factory, a torch function, a torch model's output, or a
+        variable bound to one of these (DataLoader batch elements included)."""
+        if depth > _MAX_DEPTH:
+            return False
         node = receiver
-        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            if node.func.attr.value in _TORCH_ONLY_METHODS:
+        while True:
+            if is_surely_tensor(self.metadata, node):
                 return True
+            if isinstance(node, cst.Call) and self._torch_function(node):
+                return True
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and not called_on_import(self.metadata, node.func):  # a method, not a module function
+                if node.func.attr.value in _TORCH_ONLY_METHODS:
+                    return True
+                node = node.func.value
+            elif isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Attribute) and node.attr.value in _PASS_THROUGH_ATTRIBUTES:
+                node = node.value
+            else:
+                break
+        if isinstance(node, cst.Call):
+            return self._surely_model(node.func, depth + 1)
+        if isinstance(node, cst.Name):
+            if surely_tensor_variable(self.metadata, node):
+                return True
+            value = single_assigned_value(self.metadata, node)
+            return value is not None and self._is_torch_tensor(value, depth + 1)
+        return False
+
+    def _torch_function(self, call: cst.Call) -> bool:
+        """``torch.sigmoid(...)``, ``F.softmax(...)``: torch functions return tensors."""
+        names = qualified_names(self.metadata, call.func) - _NOT_TENSOR_RESULTS
+        return any((n.startswith("torch.") and n.count(".") == 1 and n[6:7].islower())
+                   or n.startswith("torch.nn.functional.") for n in names)
+
+    def _surely_model(self, node: cst.BaseExpression, depth: int) -> bool:
+        """``Net()``, ``nn.Linear(...).to(device)``, or a variable bound once to one of them."""
+        if depth > _MAX_DEPTH:
+            return False
+        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _MODEL_CHAIN:
             node = node.func.value
+        if isinstance(node, cst.Call):
+            return is_model_constructor(self.metadata, node, self.facts)
+        if isinstance(node, cst.Name):
+            value = single_assigned_value(self.metadata, node)
+            return value is not None and self._surely_model(value, depth + 1)
         return False
 
     VALID = [
@@ -72,14 +129,32 @@ class NumpyCpu(Rule):
     ]
 
 
-def _on_cpu_already(receiver: cst.BaseExpression) -> bool:
+def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int = 0) -> bool:
+    """``.cpu()`` or ``.to("cpu")`` somewhere in the chain (or in the value of a variable
+    bound once, ``y = x.cpu()``)."""
     node = receiver
-    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        attr = node.func.attr.value
-        if attr == "cpu":
-            return True
-        if attr == "to" and node.args and isinstance(node.args[0].value, cst.SimpleString) and \
-                node.args[0].value.evaluated_value == "cpu":
-            return True
-        node = node.func.value
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value == "cpu" or (node.func.attr.value == "to" and _to_cpu(node)):
+                return True
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Attribute) and node.attr.value in _PASS_THROUGH_ATTRIBUTES:
+            node = node.value
+        else:
+            break
+    if isinstance(node, cst.Name) and depth < _MAX_DEPTH:
+        value = single_assigned_value(metadata, node)
+        return value is not None and _on_cpu_already(metadata, value, depth + 1)
     return False
+
+
+def _to_cpu(call: cst.Call) -> bool:
+    """``.to("cpu")``, ``.to(device="cpu")``, ``.to(torch.device("cpu"))``."""
+    args = positional(call)
+    device = keyword(call, "device")
+    value = device.value if device is not None else (args[0].value if args else None)
+    if isinstance(value, cst.Call) and len(value.args) == 1:
+        value = value.args[0].value  # torch.device("cpu")
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu"

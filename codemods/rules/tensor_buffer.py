@@ -9,18 +9,29 @@ still load.
 
 Only when the attribute is assigned once, in ``__init__``, after
 ``super().__init__()``, with a value that is surely a tensor (a factory call or a
-tensor method chain on one). Parameters, registered buffers and attributes
-reassigned elsewhere are left alone.
+tensor method chain on one). Left alone:
+
+- attributes assigned anywhere else in the class or a class of the same file that
+  derives from it or that it derives from (``self.cache = x.detach()`` in forward,
+  ``setattr``, ``del``): a buffer only accepts tensors or None;
+- ``nn.Parameter``s, names already registered (``register_buffer``,
+  ``register_parameter``, ``add_module``) and names the class body defines itself
+  (a property or class attribute of that name makes ``register_buffer`` raise);
+- ``__init__`` of classes that are not ``nn.Module`` subclasses.
+
+``device=`` in the factory (a parameter of ``__init__``) stays as written. Note that a
+buffer also follows ``model.half()`` / ``model.double()``, as parameters do.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.modules import after_super_init, attribute_assignments, class_family, class_level_names, \
+    registered_names
 from ..analysis.names import dotted, keyword_arg
 from ..analysis.scopes import ScopeKind
 from ..analysis.tensors import is_surely_tensor
-from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
 
 
@@ -46,9 +57,9 @@ class TensorBuffer(Rule):
         if place.kind is not ScopeKind.MODEL_METHOD or place.method_name != "__init__" or place.klass is None:
             return updated_node
         attribute = target.split(".", 1)[1]
-        if not is_surely_tensor(self.metadata, assign.value) or _assignments(place.klass, attribute) != 1:
+        if not is_surely_tensor(self.metadata, assign.value) or not self._only_binding(place.klass, attribute):
             return updated_node
-        if not _after_super_init(place.function, original_node):
+        if place.function is None or not after_super_init(place.function, original_node):
             return updated_node
         value = updated_node.body[0].value  # type: ignore[union-attr]
         call = cst.Call(
@@ -58,6 +69,12 @@ class TensorBuffer(Rule):
         replacement = updated_node.with_changes(body=[cst.Expr(call)])
         return self.fix(original_node, updated_node, replacement,
                         f"`self.{attribute}` is a plain tensor attribute: model.to(device) would not move it")
+
+    def _only_binding(self, klass: cst.ClassDef, attribute: str) -> bool:
+        """The one assignment is the only binding of the name in the class family."""
+        family = class_family(self.facts, klass)
+        return (len(attribute_assignments(family, attribute)) == 1
+                and attribute not in registered_names(family) | class_level_names(family))
 
     VALID = [
         Valid("import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
@@ -80,28 +97,3 @@ class TensorBuffer(Rule):
             "    def forward(self, x):\n        return x * self.mask + self.cache\n",
         ),
     ]
-
-
-def _assignments(klass: cst.ClassDef, attribute: str) -> int:
-    """How many times ``self.<attribute>`` is assigned (or augmented) anywhere in the class."""
-    count = 0
-    for node in walk(klass):
-        targets = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-            targets = [node.target]
-        count += sum(1 for t in targets for n in walk(t) if dotted(n) == f"self.{attribute}")
-    return count
-
-
-def _after_super_init(function: cst.FunctionDef | None, statement: cst.CSTNode) -> bool:
-    if function is None or not isinstance(function.body, cst.IndentedBlock):
-        return False
-    for stmt in function.body.body:
-        if stmt is statement:
-            return False
-        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "__init__"
-               for n in walk(stmt)):
-            return True
-    return False

@@ -1,0 +1,183 @@
+"""Facts about the ``nn.Module`` classes of one file: which attributes are assigned where,
+what is registered, and the name ``torch.nn`` goes by.
+
+Syntax only. Attribute questions are asked over a class *family* (the class plus the
+classes of the same file it derives from or that derive from it), because a subclass
+assigning ``self.mask = ...`` touches the same attribute.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Mapping
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata.scope_provider import ImportAssignment
+
+from .names import dotted, positional
+from .scopes import ClassFacts
+from .tree import walk
+
+_REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
+
+
+def _base_names(klass: cst.ClassDef) -> set[str]:
+    return {(dotted(b.value) or "").rsplit(".", 1)[-1] for b in klass.bases}
+
+
+def class_family(facts: ClassFacts, klass: cst.ClassDef) -> list[cst.ClassDef]:
+    """``klass``, its in-file ancestors and its in-file descendants (transitively)."""
+    family = {klass.name.value}
+    changed = True
+    while changed:
+        changed = False
+        for name, other in facts.classes.items():
+            if name in family:
+                continue
+            related = _base_names(other) & family or any(
+                name in _base_names(facts.classes[f]) for f in family if f in facts.classes)
+            if related:
+                family.add(name)
+                changed = True
+    found = [facts.classes[n] for n in sorted(family) if n in facts.classes]
+    return found if klass in found else [klass, *found]
+
+
+def _targets(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.Del)):
+        return [node.target]
+    if isinstance(node, cst.WithItem) and node.asname is not None:
+        return [node.asname.name]
+    return []
+
+
+def attribute_assignments(classes: Iterable[cst.ClassDef], attribute: str) -> list[cst.CSTNode]:
+    """Nodes that bind ``self.<attribute>`` (also in tuples, ``setattr(self, "a", ...)``, ``del``)."""
+    wanted = f"self.{attribute}"
+    found: list[cst.CSTNode] = []
+    for klass in classes:
+        for node in walk(klass):
+            if any(dotted(n) == wanted for t in _targets(node) for n in walk(t)):
+                found.append(node)
+            elif isinstance(node, cst.Call) and dotted(node.func) in ("setattr", "delattr"):
+                args = positional(node)
+                if (len(args) >= 2 and dotted(args[0].value) == "self" and isinstance(args[1].value, cst.SimpleString)
+                        and args[1].value.evaluated_value == attribute):
+                    found.append(node)
+    return found
+
+
+def registered_names(classes: Iterable[cst.ClassDef]) -> set[str]:
+    """Names passed to ``register_buffer`` / ``register_parameter`` / ``add_module`` as literals."""
+    names: set[str] = set()
+    for klass in classes:
+        for node in walk(klass):
+            if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in _REGISTER_METHODS and node.args
+                    and isinstance(node.args[0].value, cst.SimpleString)):
+                value = node.args[0].value.evaluated_value
+                if isinstance(value, str):
+                    names.add(value)
+    return names
+
+
+def class_level_names(classes: Iterable[cst.ClassDef]) -> set[str]:
+    """Names a class body binds itself (methods, properties, class attributes): a buffer or
+    sub-module of the same name raises ``KeyError: attribute '...' already exists``."""
+    names: set[str] = set()
+    for klass in classes:
+        body = klass.body.body if isinstance(klass.body, cst.IndentedBlock) else ()
+        for stmt in body:
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                names.add(stmt.name.value)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and small.value is None:
+                        continue  # a bare annotation binds nothing
+                    for target in _targets(small):
+                        names.update(n.value for n in walk(target) if isinstance(n, cst.Name))
+    return names
+
+
+def attribute_uses(classes: Iterable[cst.ClassDef], attribute: str) -> Iterator[cst.Attribute]:
+    """Every ``self.<attribute>`` expression in the family (loads and stores)."""
+    for klass in classes:
+        for node in walk(klass):
+            if (isinstance(node, cst.Attribute) and node.attr.value == attribute
+                    and isinstance(node.value, cst.Name) and node.value.value == "self"):
+                yield node
+
+
+def after_super_init(function: cst.FunctionDef, statement: cst.CSTNode) -> bool:
+    """Does ``statement`` (somewhere in ``function``) surely run after ``super().__init__()``?
+
+    Only a call at the top level of the body counts (one inside an ``if`` may not run),
+    and it must come before the top-level statement holding ``statement``.
+    """
+    if not isinstance(function.body, cst.IndentedBlock):
+        return False
+    for stmt in function.body.body:
+        if stmt is statement or any(n is statement for n in walk(stmt)):
+            return False
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Expr) and _is_init_call(small.value) for small in stmt.body):
+            return True
+    return False
+
+
+def _is_init_call(node: cst.BaseExpression) -> bool:
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "__init__")
+
+
+def nn_alias(module: cst.Module, torch_alias: str | None) -> str:
+    """How to spell ``torch.nn`` in this file: ``nn`` (``import torch.nn as nn`` /
+    ``from torch import nn``, imported at module level), else ``<torch alias>.nn``."""
+    for stmt in module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if dotted(alias.name) == "torch.nn" and alias.asname is not None:
+                        return alias.asname.name.value  # type: ignore[union-attr]
+            elif (isinstance(small, cst.ImportFrom) and small.module is not None
+                  and dotted(small.module) == "torch" and not isinstance(small.names, cst.ImportStar)):
+                for alias in small.names:
+                    if dotted(alias.name) == "nn":
+                        return alias.asname.name.value if alias.asname else "nn"  # type: ignore[union-attr]
+    return f"{torch_alias or 'torch'}.nn"
+
+
+
+def called_on_import(metadata: Mapping, func: cst.BaseExpression) -> bool:
+    """``np.foo`` / ``torch.nn.functional.relu``: an attribute chain whose root name is an
+    import, i.e. a module function rather than a method of some value. (Qualified names
+    alone cannot tell: libcst names ``Tensor(3).fill_`` ``"Tensor.fill_"`` too.)"""
+    node = func
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    if not isinstance(node, cst.Name) or node is func:
+        return False
+    scope = metadata[ScopeProvider].get(node)
+    if scope is None:
+        return False
+    bindings = list(scope[node.value])
+    return bool(bindings) and all(isinstance(b, ImportAssignment) for b in bindings)
+
+
+def single_assigned_value(metadata: Mapping, name: cst.Name) -> cst.BaseExpression | None:
+    """The value of ``name = <value>`` when that is the name's only binding in its scope."""
+    scope = metadata[ScopeProvider].get(name)
+    if scope is None:
+        return None
+    bindings = list(scope[name.value])
+    if len(bindings) != 1 or bindings[0].scope is not scope:
+        return None
+    parents = metadata[ParentNodeProvider]
+    target = getattr(bindings[0], "node", None)
+    parent = parents.get(target) if target is not None else None
+    assign = parents.get(parent) if parent is not None else None
+    if isinstance(parent, cst.AssignTarget) and isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+        return assign.value
+    return None

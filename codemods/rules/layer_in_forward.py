@@ -1,0 +1,215 @@
+"""DM401 layer-in-forward: a layer with weights built inside ``forward()`` is reported.
+
+Why: ``nn.Linear(128, 10)(x)`` inside ``forward`` creates fresh, random weights on
+the CPU on every call. With the model on the GPU the call fails with "Input type
+(torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same"
+(or "Expected all tensors to be on the same device"); on the CPU it runs, but the
+layer is never trained: the optimizer was built from ``model.parameters()`` before
+it existed, and the next call replaces it anyway. The expert fix is to build the
+layer once in ``__init__`` (``self.fc = nn.Linear(128, 10)``) and call ``self.fc(x)``
+in ``forward``; then ``model.to(device)``, the optimizer and ``state_dict()`` all see it.
+
+Reported, never rewritten: moving a layer to ``__init__`` needs its sizes there
+and changes ``state_dict()`` keys.
+
+- Looked at: ``forward`` of an ``nn.Module`` subclass of the file and the methods
+  it calls through ``self.<method>(...)`` (also nested functions there).
+- Reported: ``torch.nn`` layers that hold weights or buffers (``nn.Linear``,
+  ``nn.Conv2d``, ``nn.BatchNorm1d``, ``nn.LSTM``, ...), nn.Module classes of the file
+  that build such layers, ``torchvision.models.*`` and ``timm.create_model``.
+- Left alone: functional calls (``F.relu``, ``F.linear(x, self.weight)``),
+  parameter-free modules (``nn.ReLU()(x)``, ``nn.MaxPool2d(2)``, ``nn.Flatten()``,
+  ``nn.Dropout``), containers, losses, layers built in ``__init__`` and in helpers
+  ``__init__`` calls (``self._make_layer(...)``), and lazy initialisation
+  (``if self.fc is None: self.fc = nn.Linear(...)``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..analysis.names import dotted, keyword, last_part, qualified_names
+from ..analysis.roles import MODEL_FACTORY_PREFIXES, is_loss_constructor, is_torch_nn_class
+from ..analysis.tree import ancestors, code_of, walk
+from .base import Invalid, Rule, Valid
+
+# torch.nn classes without parameters or buffers (as usually built): harmless in forward.
+_PARAMETER_FREE = re.compile(
+    r"(ReLU6?|LeakyReLU|ELU|SELU|CELU|GELU|SiLU|Mish|Sigmoid|Tanh|Hardtanh|Hardsigmoid|Hardswish|"
+    r"Hardshrink|Softshrink|Tanhshrink|Softplus|Softsign|Softmax2?d?|LogSoftmax|Softmin|LogSigmoid|"
+    r"Threshold|RReLU|GLU|Flatten|Unflatten|Identity|\w*Dropout\w*|\w*Pool\dd|MaxUnpool\dd|"
+    r"Upsample\w*|PixelShuffle|PixelUnshuffle|ChannelShuffle|\w*Pad\dd|CosineSimilarity|"
+    r"PairwiseDistance|Fold|Unfold|Sequential|ModuleList|ModuleDict|Parameter|ParameterList|ParameterDict|Module)")
+_INSTANCE_NORM = re.compile(r"(Lazy)?InstanceNorm\dd")
+# The call graph from forward is followed at most this deep.
+_MAX_DEPTH = 10
+
+
+class LayerInForward(Rule):
+    CODE = "DM401"
+    NAME = "layer-in-forward"
+    SUMMARY = "a layer with weights built inside `forward()` is reported: build it once in `__init__`"
+    SAFETY = "report"
+    ERROR = "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same"
+    TRIGGERS = ("forward",)
+    ORDER = 70
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        self._runtime: dict[str, set[str]] = {}
+        return super().visit_Module(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        method = self._model_method(node)
+        if method is None:
+            return
+        function, klass = method
+        if function.name.value not in self._runtime_methods(klass):
+            return
+        if not self._builds_weights(node) or self._lazy_init(node, function):
+            return
+        name = code_of(node.func)
+        self.report(node, f"`{name}(...)` is built inside `{function.name.value}()`: its weights are created on "
+                          "the CPU on every call and never trained; build it once in `__init__` and call it here")
+
+    # -- where the call is -------------------------------------------------------------------------
+    def _model_method(self, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
+        """The method (directly in an nn.Module subclass of the file) that contains ``node``."""
+        method: cst.FunctionDef | None = None
+        for parent in ancestors(self.metadata, node):
+            if isinstance(parent, cst.FunctionDef):
+                method = parent
+            elif isinstance(parent, cst.Lambda):
+                continue
+            elif isinstance(parent, cst.ClassDef):
+                if method is None or parent.name.value not in self.facts.model_classes:
+                    return None
+                return method, parent
+        return None
+
+    def _runtime_methods(self, klass: cst.ClassDef) -> set[str]:
+        """``forward`` and the methods it calls (``self.m(...)``), minus those ``__init__`` calls."""
+        key = klass.name.value
+        if key not in self._runtime:
+            methods = _methods(klass)
+            construction = _reachable(methods, {"__init__"})
+            self._runtime[key] = _reachable(methods, {"forward"}) - construction
+        return self._runtime[key]
+
+    # -- what the call builds ----------------------------------------------------------------------
+    def _builds_weights(self, call: cst.Call) -> bool:
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return False  # ``nn.Linear(4, 2)(x)``: the inner call is the construction
+        nn_classes = is_torch_nn_class(self.metadata, call)
+        if nn_classes:
+            return not is_loss_constructor(self.metadata, call) and _torch_layer_has_state(last_part(nn_classes), call)
+        if isinstance(call.func, cst.Name) and call.func.value in self.facts.model_classes:
+            klass = self.facts.classes.get(call.func.value)
+            return klass is not None and self._class_builds_weights(klass, set())
+        return any(n.startswith(MODEL_FACTORY_PREFIXES[:2]) for n in qualified_names(self.metadata, call.func))
+
+    def _class_builds_weights(self, klass: cst.ClassDef, seen: set[str]) -> bool:
+        """Does the class body build a layer with weights, an ``nn.Parameter`` or a buffer?"""
+        seen.add(klass.name.value)
+        for node in walk(klass):
+            if not isinstance(node, cst.Call):
+                continue
+            names = qualified_names(self.metadata, node.func)
+            if names & {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}:
+                return True
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("register_buffer",
+                                                                                 "register_parameter"):
+                return True
+            nn_classes = is_torch_nn_class(self.metadata, node)
+            if nn_classes and not is_loss_constructor(self.metadata, node) \
+                    and _torch_layer_has_state(last_part(nn_classes), node):
+                return True
+            if isinstance(node.func, cst.Name) and node.func.value not in seen \
+                    and node.func.value in self.facts.model_classes:
+                other = self.facts.classes.get(node.func.value)
+                if other is not None and self._class_builds_weights(other, seen):
+                    return True
+        return False
+
+    def _lazy_init(self, call: cst.Call, function: cst.FunctionDef) -> bool:
+        """``if self.fc is None: self.fc = nn.Linear(...)``: built once, kept as a sub-module."""
+        target = None
+        for parent in ancestors(self.metadata, call):
+            if isinstance(parent, cst.Assign):
+                target = parent.targets[0].target if len(parent.targets) == 1 else None
+                break
+            if isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement)):
+                break
+        name = dotted(target) if target is not None else None
+        if not name or not name.startswith("self."):
+            return False
+        for parent in ancestors(self.metadata, call):
+            if parent is function:
+                return False
+            if isinstance(parent, cst.If) and any(dotted(n) == name for n in walk(parent.test)):
+                return True
+        return False
+
+    VALID = [
+        # Layers built in __init__ (also through a helper it calls) and used in forward.
+        Valid("import torch.nn as nn\nimport torch.nn.functional as F\n\nclass Net(nn.Module):\n"
+              "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n"
+              "        self.body = self._make_layers([4, 4])\n\n"
+              "    def _make_layers(self, sizes):\n"
+              "        return nn.Sequential(*[nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])\n\n"
+              "    def forward(self, x):\n        return self.fc(F.relu(self.body(x)))\n"),
+        # Functional calls and parameter-free modules in forward.
+        Valid("import torch.nn as nn\nimport torch.nn.functional as F\n\nclass Net(nn.Module):\n"
+              "    def forward(self, x):\n        x = nn.ReLU()(x)\n        x = nn.MaxPool2d(2)(x)\n"
+              "        return F.linear(nn.Flatten()(x), self.weight)\n"),
+        # Lazy initialisation: built once and kept as a sub-module.
+        Valid("import torch.nn as nn\n\nclass Head(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.fc = None\n\n    def forward(self, x):\n"
+              "        if self.fc is None:\n            self.fc = nn.Linear(x.shape[-1], 2).to(x.device)\n"
+              "        return self.fc(x)\n"),
+        # Building models outside nn.Module methods is training code.
+        Valid("import torch.nn as nn\n\ndef forward(x):\n    return nn.Linear(4, 2)(x)\n"),
+    ]
+    INVALID = [
+        Invalid("import torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+                "        return nn.Linear(x.shape[-1], 10)(x)\n"),
+        # A helper called from forward, and a block class of the file with weights.
+        Invalid("import torch\nimport torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, n):\n"
+                "        super().__init__()\n        self.proj = nn.Conv2d(n, n, 3)\n\n"
+                "class Net(nn.Module):\n    def head(self, x):\n        block = Block(x.shape[1])\n"
+                "        return block(x)\n\n    def forward(self, x):\n        return self.head(x)\n"),
+    ]
+
+
+def _torch_layer_has_state(names: set[str], call: cst.Call) -> bool:
+    """``nn.Linear`` yes; ``nn.ReLU``, ``nn.Sequential`` no; ``nn.InstanceNorm2d`` only with
+    ``affine=True`` / ``track_running_stats=True``."""
+    if any(_PARAMETER_FREE.fullmatch(n) for n in names):
+        return False
+    if any(_INSTANCE_NORM.fullmatch(n) for n in names):
+        return any(keyword(call, k) is not None for k in ("affine", "track_running_stats"))
+    return True
+
+
+def _methods(klass: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    body = klass.body.body if isinstance(klass.body, cst.IndentedBlock) else ()
+    return {stmt.name.value: stmt for stmt in body if isinstance(stmt, cst.FunctionDef)}
+
+
+def _reachable(methods: dict[str, cst.FunctionDef], start: set[str]) -> set[str]:
+    """Method names reachable from ``start`` through ``self.<name>(...)`` calls."""
+    found = {name for name in start if name in methods}
+    frontier = set(found)
+    for _ in range(_MAX_DEPTH):
+        called: set[str] = set()
+        for name in frontier:
+            for node in walk(methods[name]):
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                        and dotted(node.func.value) == "self" and node.func.attr.value in methods:
+                    called.add(node.func.attr.value)
+        frontier = called - found
+        if not frontier:
+            break
+        found |= frontier
+    return found

@@ -1,0 +1,212 @@
+"""DM305 module-container: a Python list or dict of sub-modules becomes ``nn.ModuleList`` / ``nn.ModuleDict``.
+
+Why: ``nn.Module`` only registers sub-modules assigned as attributes or held in its
+own containers. Layers kept in a plain ``list`` or ``dict`` are invisible to it:
+``model.to(device)`` leaves them on the CPU ("Expected all tensors to be on the same
+device"), ``model.parameters()`` does not list them (the optimizer never trains
+them), and ``model.eval()`` does not reach them.
+
+**Unsafe fix** (applied only with ``--unsafe-fixes``, otherwise reported with the code it
+would write): once registered, the layers' weights appear in ``parameters()`` and in
+``state_dict()`` (new keys such as ``layers.0.weight``), which changes training and
+makes checkpoints saved before the fix load only with ``strict=False``.
+
+Only in ``nn.Module.__init__``, for ``self.<name> = [...]`` / ``{...}`` (literals or
+comprehensions) in which every element is surely a module (``nn.Linear(...)``, a model
+class of the file, a model factory), and ``self.<name> = []`` filled only by
+``.append(<module>)``. Left alone: lists of tensors or of anything unknown, attributes
+assigned more than once, dicts with keys that are not plain strings (a ``ModuleDict``
+key must be a string without dots), and containers used with list/dict methods that
+``ModuleList`` / ``ModuleDict`` lack (``.index``, ``.sort``, ``.get``, ...).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider
+
+from ..analysis.modules import after_super_init, attribute_assignments, attribute_uses, class_family, \
+    class_level_names, nn_alias, registered_names
+from ..analysis.names import dotted
+from ..analysis.roles import is_model_constructor
+from ..analysis.scopes import ScopeKind
+from .base import Invalid, Rule, Valid
+
+# Methods each container offers beyond indexing, len(), iteration and ``in``.
+_MODULE_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "__getitem__", "__len__", "__iter__",
+                                  "children", "modules", "parameters", "named_parameters", "named_children",
+                                  "named_modules", "to", "train", "eval", "apply", "state_dict", "zero_grad"})
+_MODULE_DICT_METHODS = frozenset({"keys", "values", "items", "pop", "update", "clear", "children", "modules",
+                                  "parameters", "named_parameters", "named_children", "named_modules", "to",
+                                  "train", "eval", "apply", "state_dict", "zero_grad"})
+
+
+class ModuleContainer(Rule):
+    CODE = "DM305"
+    NAME = "module-container"
+    SUMMARY = "a list/dict of sub-modules in `__init__` becomes `nn.ModuleList` / `nn.ModuleDict`"
+    SAFETY = "unsafe"
+    ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
+    TRIGGERS = ("self.",)
+    ORDER = 26
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if len(original_node.targets) != 1:
+            return updated_node
+        target = dotted(original_node.targets[0].target) or ""
+        if not target.startswith("self.") or target.count(".") != 1:
+            return updated_node
+        place = self.devices.place(original_node)
+        if place.kind is not ScopeKind.MODEL_METHOD or place.method_name != "__init__" or place.klass is None \
+                or place.function is None:
+            return updated_node
+        attribute = target.split(".", 1)[1]
+        container = self._container(original_node.value, place.klass, attribute)
+        if container is None or not self._only_binding(place.klass, attribute):
+            return updated_node
+        if not after_super_init(place.function, original_node):
+            return updated_node
+        if not self._uses_fit(place.klass, attribute, container):
+            return updated_node
+        call = cst.Call(cst.parse_expression(f"{nn_alias(self.tree, self.torch_alias)}.{container}"),
+                        [cst.Arg(updated_node.value)] if not _empty(original_node.value) else [])
+        replacement = updated_node.with_changes(value=call)
+        return self.fix(original_node, updated_node, replacement,
+                        f"`self.{attribute}` holds sub-modules in a plain {'list' if container == 'ModuleList' else 'dict'}: "
+                        "model.to(device) and model.parameters() do not see them")
+
+    # -- what the value is ------------------------------------------------------------------
+    def _container(self, value: cst.BaseExpression, klass: cst.ClassDef, attribute: str) -> str | None:
+        """"ModuleList" / "ModuleDict" when ``value`` surely holds only modules, else None."""
+        if isinstance(value, cst.List):
+            if not value.elements:
+                return "ModuleList" if self._filled_with_modules(klass, attribute) else None
+            if all(isinstance(e, cst.Element) and self._module(e.value) for e in value.elements):
+                return "ModuleList"
+        elif isinstance(value, cst.ListComp):
+            if self._module(value.elt):
+                return "ModuleList"
+        elif isinstance(value, cst.Dict):
+            if value.elements and all(isinstance(e, cst.DictElement) and _plain_key(e.key) and self._module(e.value)
+                                      for e in value.elements):
+                return "ModuleDict"
+        elif isinstance(value, cst.DictComp):
+            if _comprehension_key(value) and self._module(value.value):
+                return "ModuleDict"
+        return None
+
+    def _module(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Call) and is_model_constructor(self.metadata, node, self.facts)
+
+    def _filled_with_modules(self, klass: cst.ClassDef, attribute: str) -> bool:
+        """``self.<attr> = []`` followed only by ``self.<attr>.append(<module>)``."""
+        appends = [use for use in attribute_uses(class_family(self.facts, klass), attribute)
+                   if self._method_called(use) == "append"]
+        return bool(appends) and all(
+            len(call.args) == 1 and self._module(call.args[0].value) for call in map(self._call_of, appends))
+
+    def _only_binding(self, klass: cst.ClassDef, attribute: str) -> bool:
+        family = class_family(self.facts, klass)
+        return (len(attribute_assignments(family, attribute)) == 1
+                and attribute not in registered_names(family) | class_level_names(family))
+
+    # -- how it is used -----------------------------------------------------------------------
+    def _uses_fit(self, klass: cst.ClassDef, attribute: str, container: str) -> bool:
+        """Every ``self.<attr>.method(...)`` exists on the new container; ``+=`` / ``+`` too for lists."""
+        allowed = _MODULE_LIST_METHODS if container == "ModuleList" else _MODULE_DICT_METHODS
+        for use in attribute_uses(class_family(self.facts, klass), attribute):
+            parent = self.metadata_parent(use)
+            if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value not in allowed:
+                return False
+            if isinstance(parent, cst.BinaryOperation) and not (
+                    container == "ModuleList" and parent.left is use and isinstance(parent.operator, cst.Add)):
+                return False  # ``[x] + self.layers`` fails on a ModuleList; ``self.layers + [...]`` works
+            if container == "ModuleList" and self._method_called(use) == "append":
+                call = self._call_of(use)
+                if len(call.args) != 1 or not self._module(call.args[0].value):
+                    return False  # a ModuleList only takes modules
+        return True
+
+    def metadata_parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.get_metadata(ParentNodeProvider, node, None)
+
+    def _method_called(self, use: cst.Attribute) -> str | None:
+        parent = self.metadata_parent(use)
+        if isinstance(parent, cst.Attribute) and parent.value is use:
+            call = self.metadata_parent(parent)
+            if isinstance(call, cst.Call) and call.func is parent:
+                return parent.attr.value
+        return None
+
+    def _call_of(self, use: cst.Attribute) -> cst.Call:
+        call = self.metadata_parent(self.metadata_parent(use))  # type: ignore[arg-type]
+        assert isinstance(call, cst.Call)
+        return call
+
+    VALID = [
+        Valid("import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])\n"
+              "        self.masks = [torch.ones(4) for _ in range(3)]\n        self.names = ['a', 'b']\n"),
+        Valid("import torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self, blocks):\n"
+              "        super().__init__()\n        self.blocks = [b for b in blocks]\n"
+              "        self.heads = {'a': nn.Linear(2, 2), 'b': blocks[0]}\n"),
+        Valid("import torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.layers = [nn.Linear(2, 2)]\n\n"
+              "    def forward(self, x):\n        return self.layers[self.layers.index(x)]\n"),
+        Valid("import torch.nn as nn\n\nclass Holder:\n    def __init__(self):\n"
+              "        self.layers = [nn.Linear(2, 2)]\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nclass MLP(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.layers = [nn.Linear(4, 4) for _ in range(3)]\n"
+            "        self.heads = {\"a\": nn.Linear(4, 1), \"b\": nn.Linear(4, 2)}\n\n"
+            "    def forward(self, x):\n        for layer in self.layers:\n            x = layer(x)\n"
+            "        return [head(x) for head in self.heads.values()]\n",
+            "import torch\nimport torch.nn as nn\n\nclass MLP(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])\n"
+            "        self.heads = nn.ModuleDict({\"a\": nn.Linear(4, 1), \"b\": nn.Linear(4, 2)})\n\n"
+            "    def forward(self, x):\n        for layer in self.layers:\n            x = layer(x)\n"
+            "        return [head(x) for head in self.heads.values()]\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Block(torch.nn.Module):\n    pass\n\nclass Net(torch.nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n        self.blocks = []\n"
+            "        for _ in range(n):\n            self.blocks.append(Block())\n",
+            "import torch\n\nclass Block(torch.nn.Module):\n    pass\n\nclass Net(torch.nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n        self.blocks = torch.nn.ModuleList()\n"
+            "        for _ in range(n):\n            self.blocks.append(Block())\n",
+        ),
+    ]
+
+
+def _empty(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.List) and not value.elements
+
+
+def _plain_key(key: cst.BaseExpression) -> bool:
+    """A string literal that ``ModuleDict`` accepts as a name: not empty, no dots."""
+    if not isinstance(key, cst.SimpleString):
+        return False
+    value = key.evaluated_value
+    return isinstance(value, str) and bool(value) and "." not in value
+
+
+def _comprehension_key(comp: cst.DictComp) -> bool:
+    """``{f"layer{i}": ... for i in range(n)}`` / ``{str(i): ...}``: surely a string without
+    dots, because every formatted value is a counter from ``range``."""
+    counters = set()
+    clause: cst.CompFor | None = comp.for_in
+    while clause is not None:
+        if isinstance(clause.target, cst.Name) and isinstance(clause.iter, cst.Call) \
+                and dotted(clause.iter.func) == "range":
+            counters.add(clause.target.value)
+        clause = clause.inner_for_in
+    key = comp.key
+    if isinstance(key, cst.FormattedString):
+        return all("." not in part.value if isinstance(part, cst.FormattedStringText)
+                   else isinstance(part.expression, cst.Name) and part.expression.value in counters
+                   and part.conversion is None and part.format_spec is None
+                   for part in key.parts)
+    return (isinstance(key, cst.Call) and dotted(key.func) == "str" and len(key.args) == 1
+            and isinstance(key.args[0].value, cst.Name) and key.args[0].value.value in counters)

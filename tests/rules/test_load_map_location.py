@@ -1,0 +1,85 @@
+"""DM302 load-map-location: cases beyond the rule's own examples."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from codemods.config import Config
+from codemods.engine import transform_source
+from codemods.rules.load_map_location import LoadMapLocation
+
+
+def fix(code: str, all_rules: bool = False) -> str:
+    code = textwrap.dedent(code)
+    rules = None if all_rules else [LoadMapLocation]
+    result = transform_source(code, config=Config(), rules=rules)
+    assert transform_source(result.output, config=Config(), rules=rules).output == result.output
+    return result.output
+
+
+@pytest.mark.parametrize("line", [
+    'torch.load("a.pt", map_location="cuda:0")',    # a string device: DM102's job
+    'torch.load("a.pt", "cpu")',                    # positional map location
+    'torch.load("a.pt", map_location=lambda s, l: s)',
+    'torch.load("a.pt", **kwargs)',                  # may carry map_location
+    'torch.jit.load("a.pt")',
+    'np.load("a.npy")',
+])
+def test_dm302_left_alone(line):
+    code = f"import numpy as np\nimport torch\nstate = {line}\n"
+    assert fix(code) == code
+
+
+def test_dm302_keeps_weights_only_and_layout():
+    code = """\
+    import torch
+
+    def restore(path, device):
+        return torch.load(
+            path,
+            weights_only=True,
+        )
+    """
+    assert fix(code) == textwrap.dedent("""\
+    import torch
+
+    def restore(path, device):
+        return torch.load(
+            path,
+            weights_only=True,
+            map_location=device,
+        )
+    """)
+
+
+def test_dm302_device_defined_later_in_the_function_is_not_used():
+    code = """\
+    import torch
+
+    def main():
+        state = torch.load("a.pt")
+        device = torch.device("cuda")
+        return state, device
+    """
+    assert 'torch.load("a.pt", map_location="cpu")' in fix(code)
+
+
+def test_dm302_from_import_and_alias():
+    code = "from torch import load\nimport torch as th\nstate = load('a.pt')\n"
+    out = fix(code)
+    assert "state = load('a.pt', map_location=device)\n" in out
+    assert 'device = th.device("cuda" if th.cuda.is_available() else "cpu")' in out
+
+
+def test_dm302_model_method_uses_cpu():
+    code = """\
+    import torch
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def load(self, path):
+            self.load_state_dict(torch.load(path))
+    """
+    assert 'torch.load(path, map_location="cpu")' in fix(code, all_rules=True)

@@ -3,8 +3,8 @@
 """A script exported from a Colab / Jupyter notebook.
 
 Imports are spread over cells, the model goes to `'cuda'` by string, the input is
-made on the CPU and moved with `.to('cuda')`, and the result comes back with `.cpu()`.
-On a machine without a GPU every cell that names CUDA fails. devmod adds one device
+made and normalised on the CPU and moved with `.to('cuda')`, and the result comes
+back with `.cpu()`. On a machine without a GPU every cell that names CUDA fails. devmod adds one device
 after the torch import and points every string at it (DM101, DM102).
 """
 # expect-before: cpu-failure
@@ -46,6 +46,7 @@ model.eval()
 
 
 images = torch.rand(2, 3, 8, 8)
+images = (images - images.mean()) / images.std()
 images = images.to('cuda')
 with torch.no_grad():
     scores = model(images)

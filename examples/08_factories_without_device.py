@@ -2,7 +2,7 @@
 
 `torch.randn` / `torch.zeros` make CPU tensors; adding them to the GPU output fails
 with "Expected all tensors to be on the same device". devmod adds `device=device` to
-each factory (DM201) and moves the model where it is built (DM202).
+each factory and folds `torch.randn(...).to(device)` into `device=` (DM201).
 """
 # expect-before: device-error
 import torch

@@ -1,7 +1,10 @@
 """Two tensors, one moved to the GPU and one forgotten, plus an asynchronous copy.
 
-Adding them fails with "Expected all tensors to be on the same device". devmod creates
-both on the shared device (DM201) and replaces the hard-coded `"cuda"` (DM102).
+`first` stays on the CPU while `second` goes to `"cuda"` when a GPU exists, so
+`first + second` fails with "Expected all tensors to be on the same device". devmod
+creates both on the shared device (DM201, DM102). The staging tensor is deliberately
+made on the CPU (`device=host`) and copied with `non_blocking=True`: that copy is
+already right and must stay as written.
 """
 # expect-before: device-error
 import torch
@@ -12,7 +15,7 @@ second = torch.tensor([4.0, 5.0, 6.0]).to("cuda") if torch.cuda.is_available() e
 total = first + second
 
 host = torch.device("cpu")
-big = torch.randn(256, 256)
+staging = torch.randn(256, 256, device=host)
 with torch.no_grad():
-    copied = big.to(second.device, non_blocking=True)
-print("sum", total.tolist(), "copy on", copied.device)
+    copied = staging.to(second.device, non_blocking=True)
+    print("sum", total.tolist(), "copy on", copied.device, "mean", round(float(copied.mean()), 3))

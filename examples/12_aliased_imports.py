@@ -1,9 +1,9 @@
 """The same bugs behind aliased imports: `import torch as th`, `from torch import nn as tnn`,
 `from torch.utils.data import DataLoader as DL`.
 
-The model is built and never moved while the data is created on the device, so the
+The model is built and never moved while each batch is moved to the device, so the
 first layer sees two devices. devmod resolves the aliases and moves the model where
-it is built (DM202); the factories already have their device.
+it is built (DM202); the dataset tensors stay on the CPU.
 """
 # expect-before: device-error
 import torch as th

@@ -2,7 +2,7 @@
 
 `weight=` becomes a buffer of the loss module; with logits on the GPU the loss fails
 with "Expected all tensors to be on the same device". devmod creates the weights on
-the device (DM201) and moves the loss module (DM202).
+the device (DM201).
 """
 # expect-before: device-error
 import torch

@@ -8,6 +8,7 @@ device error).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 
@@ -15,7 +16,7 @@ import click
 
 from . import __version__
 from .config import DEVICE_STYLES, Config, ConfigError, find_pyproject, load_config, validate_codes
-from .discovery import iter_python_files
+from .discovery import Exclude, iter_python_files
 from .driver import FileReport, process_files
 from .rules import all_rules
 from .catalogue import explain_rule, rules_table
@@ -54,7 +55,8 @@ def main() -> None:
 @click.option("--select", multiple=True, callback=_codes, metavar="CODES",
               help="Only these rule codes or prefixes (DM1, DM103); repeat or comma-separate.")
 @click.option("--ignore", multiple=True, callback=_codes, metavar="CODES", help="Skip these rule codes or prefixes.")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files and folders matching GLOB.")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip files and folders whose name, or path from the current directory, matches GLOB.")
 @click.option("--device-name", metavar="NAME", help="Name of the shared device variable (default: device).")
 @click.option("--device-style", type=click.Choice(DEVICE_STYLES),
               help="How the shared device is chosen: cuda (default), cuda-mps, accelerator.")
@@ -91,10 +93,14 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         click.echo(f"devmod: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
     config = config.with_overrides(select=select or None, ignore=(config.ignore + ignore) if ignore else None,
-                                   exclude=(config.exclude + exclude) if exclude else None,
                                    unsafe_fixes=unsafe_fixes, device_name=device_name, device_style=device_style)
     mode = "diff" if show_diff else "check" if check else "write"
-    files = list(iter_python_files(paths, config.exclude))
+    # pyproject.toml globs are relative to its folder, so they mean the same from any working
+    # directory; --exclude globs (bare strings) are relative to the current directory.
+    project_dir = os.path.dirname(config.source) if config.source else os.getcwd()
+    excludes: list[Exclude] = [(project_dir, glob) for glob in config.exclude]
+    excludes.extend(exclude)
+    files = list(iter_python_files(paths, excludes))
     reports = list(process_files(files, config, mode, jobs))
     _print_reports(reports, mode, output_format, verbose, quiet)
     errors = sum(1 for r in reports if r.error)

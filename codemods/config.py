@@ -24,7 +24,7 @@ class ConfigError(Exception):
 class Config:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()  # globs relative to the folder of `source` (or names)
     unsafe_fixes: bool = False
     device_name: str = "device"
     device_style: str = "cuda"

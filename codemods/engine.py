@@ -132,7 +132,12 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False
-        for rule_cls in rules:
+        # Report-only rules never change the tree: they run once, in the pass that settles.
+        fixers = [r for r in rules if r.SAFETY != "report"]
+        reporters = [r for r in rules if r.SAFETY == "report"]
+        for rule_cls in fixers + reporters:
+            if rule_cls.SAFETY == "report" and pass_changed:
+                break
             state.changed = False
             if wrapper is None:
                 wrapper = MetadataWrapper(module, unsafe_skip_copy=True)

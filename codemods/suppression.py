@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 _IGNORE = re.compile(r"#\s*devmod:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _SKIP_FILE = re.compile(r"#\s*devmod:\s*skip-file\b", re.IGNORECASE)
+_MENTIONED = re.compile(r"devmod|noqa", re.IGNORECASE)
 ALL = "*"
 
 
@@ -32,8 +33,8 @@ class Suppressions:
 
 def read_suppressions(source: str) -> Suppressions:
     result = Suppressions()
-    if "devmod" not in source and "noqa" not in source:
-        return result  # the common case costs one substring search
+    if not _MENTIONED.search(source):
+        return result  # the common case costs one search; case-insensitive like the patterns below
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):

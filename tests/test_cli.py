@@ -305,11 +305,6 @@ def test_libcst_tool_runs_a_rule_with_no_format(tmp_path):
     assert 'device="cuda:0"' in text  # only the named rule (plus DM101) ran
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    ".libcst.codemod.yaml has `formatter: []`, and libcst.tool formats unless --no-format is "
-    "given, so every file fails with 'No formatter configured but code formatting requested'. "
-    "Fix: in .libcst.codemod.yaml set a pass-through formatter, e.g. formatter: ['python', '-c', "
-    "'import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())'] (or document --no-format)."))
 def test_libcst_tool_runs_a_rule_as_documented(tmp_path):
     path = tmp_path / "a.py"
     path.write_text(NEEDS_FIX)

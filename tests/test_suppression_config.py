@@ -39,9 +39,7 @@ def codes(result) -> set[str]:
     "# devmod: ignore[DM302, DM103]",  # a list
     "# devmod: ignore",               # every code
     "# devmod: ignore[dm103]",        # codes in any case
-    pytest.param("# DEVMOD: IGNORE[DM103]", marks=pytest.mark.xfail(
-        strict=True, reason="suppression.read_suppressions skips files whose text lacks a lower-case "
-                            "'devmod'/'noqa' although its patterns are case-insensitive")),
+    "# DEVMOD: IGNORE[DM103]",        # comments in any case
     "# noqa: DM103",
     "# noqa",                         # bare noqa, as ruff and flake8 read it
     "# keep on the GPU  # devmod: ignore[DM103]",
@@ -223,8 +221,6 @@ def test_pyproject_exclude(tmp_path):
     assert (path.parent / "vendor" / "lib.py").read_text() == MIXED
 
 
-@pytest.mark.xfail(strict=True, reason="exclude globs are matched against the path as given or its basename, "
-                                        "not relative to the pyproject.toml folder: README's `legacy/*` never matches")
 @pytest.mark.parametrize("given", ["root", "dot"])
 def test_pyproject_exclude_relative_to_the_project(tmp_path, monkeypatch, given):
     path = project(tmp_path, 'exclude = ["legacy/*"]\n', nested=False)

@@ -187,9 +187,12 @@ class DeviceLookup:
         tensor_param = self._tensor_parameter(function)
         if tensor_param:
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
+        receiver = _instance_parameter(function)
+        if receiver is None:
+            return None  # a staticmethod or classmethod has no instance to ask for its device
         if _class_has_device_attribute(place.klass):
-            return cst.parse_expression("self.device")
-        return cst.parse_expression("next(self.parameters()).device")
+            return cst.Attribute(cst.Name(receiver), cst.Name("device"))
+        return cst.parse_expression(f"next({receiver}.parameters()).device")
 
     @staticmethod
     def _tensor_parameter(function: cst.FunctionDef) -> str | None:
@@ -204,6 +207,15 @@ class DeviceLookup:
             if first.default is None and first.annotation is None and first.name.value not in _NON_TENSOR_PARAMS:
                 return first.name.value
         return None
+
+
+def _instance_parameter(function: cst.FunctionDef) -> str | None:
+    """The name a method calls its instance (usually ``self``), or None for static/class methods."""
+    for decorator in function.decorators:
+        if dotted(decorator.decorator) in ("staticmethod", "classmethod"):
+            return None
+    params = (*function.params.posonly_params, *function.params.params)
+    return params[0].name.value if params else None
 
 
 def _class_has_device_attribute(klass: cst.ClassDef) -> bool:

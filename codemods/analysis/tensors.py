@@ -53,11 +53,13 @@ def chain_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
         return current
 
 
-def assigned_name(metadata: Mapping, node: cst.CSTNode) -> cst.Name | None:
+def assigned_name(metadata: Mapping, node: cst.CSTNode, through_arithmetic: bool = False) -> cst.Name | None:
     """The Name a value is assigned to (``x = <node>``, also through a method chain or a
-    list comprehension around it), else None."""
+    list comprehension around it, and with ``through_arithmetic`` through ``* 2 - 1``), else None."""
     parents = metadata[ParentNodeProvider]
     current = chain_top(metadata, node)
+    if through_arithmetic:
+        current = _arithmetic_top(metadata, current)
     parent = parents.get(current)
     if isinstance(parent, (cst.ListComp, cst.GeneratorExp)) and parent.elt is current:
         current, parent = parent, parents.get(parent)
@@ -81,14 +83,42 @@ def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
     One such use is enough: moving the tensor to the GPU could break that use, while
     leaving it on the CPU never introduces a new error.
     """
-    top = chain_top(metadata, call)
+    top = _arithmetic_top(metadata, chain_top(metadata, call))
     if _consumed_on_cpu(metadata, top) or _used_as_index(metadata, top):
         return True
-    name = assigned_name(metadata, call)
+    name = assigned_name(metadata, call, through_arithmetic=True)
     if name is None:
         return False
     return any(_consumed_on_cpu(metadata, use) or _used_as_index(metadata, use)
                for use in uses_of(metadata, name))
+
+
+def _arithmetic_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
+    """``torch.rand(n) * 2 - 1``: climb arithmetic with number literals, which keeps the
+    tensor's device. Arithmetic with anything else may meet a GPU tensor, so it stops there."""
+    parents = metadata[ParentNodeProvider]
+    current = node
+    while True:
+        parent = parents.get(current)
+        if isinstance(parent, cst.UnaryOperation):
+            current = parent
+        elif isinstance(parent, cst.BinaryOperation):
+            other = parent.right if parent.left is current else parent.left
+            if not _is_number(other):
+                return current
+            current = parent
+        else:
+            return current
+
+
+def _is_number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _is_number(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _is_number(node.left) and _is_number(node.right)
+    return False
 
 
 def flows_only_to_cpu_name(metadata: Mapping, name: cst.Name) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import libcst as cst
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 
 from ..analysis.devices import DeviceLookup, module_device_definitions, shared_device_name
@@ -90,7 +90,10 @@ class Rule(VisitorBasedCodemodCommand):
 
     def __init__(self, context: CodemodContext | None = None) -> None:
         context = context or CodemodContext()
-        super().__init__(context)
+        # libcst's matcher-decorator dispatch costs more than the rules themselves and no rule
+        # uses matcher decorators: initialise the plain transformer and use its dispatch.
+        Codemod.__init__(self, context)
+        cst.CSTTransformer.__init__(self)
         self.DESCRIPTION = f"{self.CODE} {self.SUMMARY}"
         self.state: RunState = context.scratch.setdefault(STATE_KEY, RunState())
 
@@ -100,6 +103,11 @@ class Rule(VisitorBasedCodemodCommand):
         import inspect
         import sys
         return inspect.cleandoc(cls.__doc__ or sys.modules[cls.__module__].__doc__ or "")
+
+    on_visit = cst.CSTTransformer.on_visit
+    on_leave = cst.CSTTransformer.on_leave
+    on_visit_attribute = cst.CSTTransformer.on_visit_attribute
+    on_leave_attribute = cst.CSTTransformer.on_leave_attribute
 
     # -- analysis available to every rule --------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool:
@@ -154,9 +162,13 @@ class Rule(VisitorBasedCodemodCommand):
                                            self.SAFETY, replacement))
 
     def _mentions_shared_device(self, replacement) -> bool:
-        if not isinstance(replacement, cst.CSTNode):
-            return True
-        return any(isinstance(n, cst.Name) and n.value == self.shared_name for n in walk(replacement))
+        if isinstance(replacement, cst.RemovalSentinel):
+            return False
+        nodes = replacement.nodes if isinstance(replacement, cst.FlattenSentinel) else [replacement]
+        if not all(isinstance(n, cst.CSTNode) for n in nodes):
+            return True  # unknown shape: assume the device is needed rather than lose its definition
+        return any(isinstance(n, cst.Name) and n.value == self.shared_name
+                   for node in nodes for n in walk(node))
 
     # -- libcst.tool compatibility: `python -m libcst.tool codemod <module>.<Rule> PATH` -------
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:

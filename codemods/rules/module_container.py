@@ -28,7 +28,7 @@ from libcst.metadata import ParentNodeProvider
 from ..analysis.modules import after_super_init, attribute_assignments, attribute_uses, class_family, \
     class_level_names, nn_alias, registered_names
 from ..analysis.names import dotted
-from ..analysis.roles import is_model_constructor
+from ..analysis.roles import builds_model
 from ..analysis.scopes import ScopeKind
 from .base import Invalid, Rule, Valid
 
@@ -96,7 +96,7 @@ class ModuleContainer(Rule):
         return None
 
     def _module(self, node: cst.BaseExpression) -> bool:
-        return isinstance(node, cst.Call) and is_model_constructor(self.metadata, node, self.facts)
+        return isinstance(node, cst.Call) and builds_model(self.metadata, node, self.facts)
 
     def _filled_with_modules(self, klass: cst.ClassDef, attribute: str) -> bool:
         """``self.<attr> = []`` followed only by ``self.<attr>.append(<module>)``."""

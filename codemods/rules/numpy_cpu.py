@@ -20,7 +20,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.modules import called_on_import, single_assigned_value
 from ..analysis.names import keyword, method_call, positional, qualified_names
-from ..analysis.roles import is_model_constructor
+from ..analysis.roles import builds_model
 from ..analysis.tensors import is_surely_tensor, surely_tensor_variable
 from .base import Invalid, Rule, Valid
 
@@ -104,7 +104,7 @@ class NumpyCpu(Rule):
                 and node.func.attr.value in _MODEL_CHAIN:
             node = node.func.value
         if isinstance(node, cst.Call):
-            return is_model_constructor(self.metadata, node, self.facts)
+            return builds_model(self.metadata, node, self.facts)
         if isinstance(node, cst.Name):
             value = single_assigned_value(self.metadata, node)
             return value is not None and self._surely_model(value, depth + 1)

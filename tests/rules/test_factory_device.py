@@ -218,3 +218,43 @@ def test_all_rules_on_a_small_training_script():
     out = fix(code, all_rules=True)
     assert "X = torch.randn(64, 3)\n" in out and "y = torch.randn(64, 1)\n" in out
     assert "noise = torch.randn(xb.size(0), 3, device=device)" in out
+
+
+def test_static_and_class_methods_of_a_module_have_no_self_to_ask():
+    code = """\
+    import torch
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        @staticmethod
+        def mask(n):
+            return torch.ones(n, n)
+
+        @classmethod
+        def table(cls, n):
+            return torch.arange(n)
+
+        def scale(me, n):
+            return torch.ones(n)
+    """
+    out = fix(code)
+    assert "return torch.ones(n, n)\n" in out
+    assert "return torch.arange(n)\n" in out
+    assert "torch.ones(n, device=next(me.parameters()).device)" in out
+
+
+def test_arithmetic_with_numbers_keeps_a_dataset_tensor_on_the_cpu():
+    out = fix("""\
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    loader = DataLoader(TensorDataset(torch.rand(24, 6) * 2 - 1), batch_size=8)
+    data = -torch.randn(10, 3) / 2.0
+    dataset = TensorDataset(data)
+    shifted = torch.randn(10, 3) + offset
+    """)
+    assert "TensorDataset(torch.rand(24, 6) * 2 - 1)" in out
+    assert "data = -torch.randn(10, 3) / 2.0\n" in out
+    # arithmetic with a variable may meet a GPU tensor: the factory gets the device
+    assert "shifted = torch.randn(10, 3, device=device) + offset" in out

@@ -68,3 +68,18 @@ def test_dm305_uses_the_files_spelling_of_torch_nn():
     code, result = run("import torch as th\n\nclass M(th.nn.Module):\n    def __init__(self):\n"
                        "        super().__init__()\n        self.layers = [th.nn.Linear(2, 2)]\n")
     assert "self.layers = th.nn.ModuleList([th.nn.Linear(2, 2)])" in result.output
+
+
+def test_a_list_of_tokenizers_is_not_a_module_list():
+    code = """\
+import torch.nn as nn
+from transformers import AutoTokenizer
+
+
+class Pair(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tokenizers = [AutoTokenizer.from_pretrained("a"), AutoTokenizer.from_pretrained("b")]
+"""
+    result = transform_source(code, config=Config(unsafe_fixes=True), rules=[ModuleContainer])
+    assert result.output == code

@@ -15,7 +15,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from libcst.metadata.scope_provider import ImportAssignment
 
 from .names import dotted, positional
-from .scopes import ClassFacts
+from .scopes import ClassFacts, scope_bindings
 from .tree import walk
 
 _REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
@@ -162,7 +162,7 @@ def called_on_import(metadata: Mapping, func: cst.BaseExpression) -> bool:
     scope = metadata[ScopeProvider].get(node)
     if scope is None:
         return False
-    bindings = list(scope[node.value])
+    bindings = scope_bindings(scope, node.value)
     return bool(bindings) and all(isinstance(b, ImportAssignment) for b in bindings)
 
 
@@ -171,7 +171,7 @@ def single_assigned_value(metadata: Mapping, name: cst.Name) -> cst.BaseExpressi
     scope = metadata[ScopeProvider].get(name)
     if scope is None:
         return None
-    bindings = list(scope[name.value])
+    bindings = scope_bindings(scope, name.value)
     if len(bindings) != 1 or bindings[0].scope is not scope:
         return None
     parents = metadata[ParentNodeProvider]

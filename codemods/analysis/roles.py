@@ -14,6 +14,7 @@ import libcst as cst
 
 from .names import dotted, last_part, qualified_names
 from .scopes import ClassFacts
+from .tree import walk
 
 MODEL_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model", "transformers.")
 LOADER_CLASSES = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
@@ -158,3 +159,29 @@ def looks_like_model_name(name: str) -> bool:
     """``model``, ``net``, ``self.encoder``, ``G``-style names aside: callee names that are models."""
     last = name.rsplit(".", 1)[-1].lower()
     return any(word in last for word in _MODEL_NAME_WORDS)
+
+
+def model_variables(metadata: Mapping, module: cst.Module, facts: ClassFacts) -> set[str]:
+    """Names assigned from a model constructor (or a DataParallel wrapper) anywhere in the file."""
+    found: set[str] = set()
+    for node in walk(module):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+            call = node.value
+            while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+                call = call.func.value  # ``Net().to(device)``
+            if builds_model(metadata, call, facts) or wrapper_kind(metadata, call):
+                found |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+    return found
+
+
+def is_model_callee(func: cst.BaseExpression, models: set[str]) -> bool:
+    """``model(x)``, ``self.encoder(x)``: a call of a known model variable or a model-like name."""
+    name = dotted(func)
+    return bool(name) and (name in models or looks_like_model_name(name))
+
+
+def is_loss_callee(func: cst.BaseExpression) -> bool:
+    """``criterion(out, y)``, ``loss_fn(out, y)``: its inputs meet the model's output."""
+    name = dotted(func)
+    last = name.rsplit(".", 1)[-1].lower() if name else ""
+    return "loss" in last or "criterion" in last

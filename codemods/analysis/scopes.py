@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
+from libcst.metadata import Assignment, ParentNodeProvider
 
 from .tree import walk
 from .names import dotted, keyword, qualified_names
@@ -132,3 +132,11 @@ def is_main_guard(node: cst.CSTNode) -> bool:
     values = [test.left] + [c.comparator for c in test.comparisons]
     return any(isinstance(v, cst.Name) and v.value == "__name__" for v in values) and any(
         isinstance(v, cst.SimpleString) and v.evaluated_value == "__main__" for v in values)
+
+
+def scope_bindings(scope: object | None, name: str) -> list[Assignment]:
+    """The bindings of ``name`` visible in ``scope`` that have a node. libcst also lists a
+    builtin (``input``, ``len``) as a binding with no node: for the rules that is "don't know"."""
+    if scope is None:
+        return []
+    return [b for b in scope[name] if isinstance(b, Assignment)]  # type: ignore[index]

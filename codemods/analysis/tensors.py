@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import ComprehensionScope, GlobalScope, ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import Assignment, ComprehensionScope, GlobalScope, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from .loops import find_loader
 from .names import dotted, keyword, positional, qualified_names
 from .roles import factory_name
+from .scopes import scope_bindings
 from .tree import ancestors, walk
 
 _CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler")
@@ -53,6 +54,20 @@ def chain_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
         return current
 
 
+def moved_in_chain(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """Does a method chain on ``node`` already place it (``.to(...)``, ``.cuda()``, ``.cpu()``)?"""
+    parents = metadata[ParentNodeProvider]
+    current = node
+    while True:
+        attribute = parents.get(current)
+        call = parents.get(attribute) if isinstance(attribute, cst.Attribute) else None
+        if not (isinstance(call, cst.Call) and call.func is attribute and attribute.value is current):
+            return False
+        if attribute.attr.value in ("to", "cuda", "cpu", "pin_memory"):
+            return True
+        current = call
+
+
 def assigned_name(metadata: Mapping, node: cst.CSTNode, through_arithmetic: bool = False) -> cst.Name | None:
     """The Name a value is assigned to (``x = <node>``, also through a method chain or a
     list comprehension around it, and with ``through_arithmetic`` through ``* 2 - 1``), else None."""
@@ -74,6 +89,19 @@ def uses_of(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
     if scope is None:
         return []
     return [a.node for a in scope.accesses[name.value] if isinstance(a.node, cst.Name)]
+
+
+def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
+    """The loads that see this binding of ``name``: after it, before the next binding of the
+    same name in its scope (by line; a loop that rebinds later is "don't know" either way)."""
+    scope = metadata[ScopeProvider].get(name)
+    if scope is None:
+        return []
+    start = _line(metadata, name)
+    later = [_line(metadata, b.node) for b in scope.assignments[name.value]
+             if isinstance(b, Assignment) and _line(metadata, b.node) > start]
+    end = min(later, default=float("inf"))
+    return [use for use in uses_of(metadata, name) if start < _line(metadata, use) < end]
 
 
 def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
@@ -239,7 +267,7 @@ def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
         scope = metadata[ScopeProvider].get(node)
         if scope is None:
             return False
-        assignments = list(scope[node.value])
+        assignments = scope_bindings(scope, node.value)
         if len(assignments) != 1:
             return False
         target = assignments[0].node
@@ -261,7 +289,7 @@ def surely_tensor_variable(metadata: Mapping, name: cst.Name) -> bool:
     scope = metadata[ScopeProvider].get(name)
     if scope is None:
         return False
-    bindings = list(scope[name.value])
+    bindings = scope_bindings(scope, name.value)
     if not bindings or any(b.scope is not scope for b in bindings):
         return False
     return all(_binds_tensor(metadata, b.node, name.value) for b in bindings)

@@ -37,7 +37,7 @@ from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import (BatchShape, Loader, batch_shape, cpu_only_lengths, evidence, find_loader,
                               moved_in, plain_names, unpacking)
 from ..analysis.names import dotted, keyword_arg
-from ..analysis.roles import builds_model, looks_like_model_name, wrapper_kind
+from ..analysis.roles import is_model_callee, model_variables
 from ..analysis.scopes import ScopeKind
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
@@ -55,7 +55,7 @@ class BatchToDevice(Rule):
 
     def visit_Module(self, node: cst.Module) -> bool:
         super().visit_Module(node)
-        self._model_names = self._models(node)
+        self._model_names = model_variables(self.metadata, node, self.facts)
         # The file packs sequences somewhere (maybe in forward, behind `model(x, lengths)`).
         self._packs = any(isinstance(n, cst.Name) and n.value == "pack_padded_sequence" for n in walk(node))
         return True
@@ -132,22 +132,8 @@ class BatchToDevice(Rule):
         self.report(loop, f"batch not moved to the device: {why}; move it by hand")
         return updated
 
-    # -- which callees are models -----------------------------------------------------------------
-    def _models(self, module: cst.Module) -> set[str]:
-        """Names assigned from a model constructor anywhere in the file."""
-        found: set[str] = set()
-        for node in walk(module):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
-                call = node.value
-                while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
-                    call = call.func.value  # ``Net().to(device)``
-                if builds_model(self.metadata, call, self.facts) or wrapper_kind(self.metadata, call):
-                    found |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
-        return found
-
     def _is_model(self, func: cst.BaseExpression) -> bool:
-        name = dotted(func)
-        return bool(name) and (name in self._model_names or looks_like_model_name(name))
+        return is_model_callee(func, self._model_names)
 
     VALID = [
         # already moved: a tuple assignment, a dict comprehension, a helper, inside the expression

@@ -18,6 +18,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ..analysis.scopes import scope_bindings
 from ..analysis.tree import walk
 from ..analysis.names import method_call, qualified_names
 from .base import Invalid, Rule, Valid
@@ -72,7 +73,7 @@ class CudaCall(Rule):
         """``torch.cuda.is_available()``, or a flag assigned once from it (``cuda = ...``)."""
         if isinstance(test, cst.Name):
             scope = self.metadata[ScopeProvider].get(test)
-            assignments = list(scope[test.value]) if scope is not None else []
+            assignments = scope_bindings(scope, test.value)
             if len(assignments) != 1:
                 return False
             target = assignments[0].node

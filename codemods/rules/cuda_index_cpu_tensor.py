@@ -40,6 +40,7 @@ from ..analysis.modules import attribute_assignments, class_family, registered_n
 from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
 from ..analysis.roles import factory_name
 from ..analysis.tensors import is_dtype
+from ..analysis.scopes import scope_bindings
 from ..analysis.tree import ancestors, code_of, walk
 from .base import Invalid, Rule, Valid
 
@@ -167,7 +168,7 @@ class CudaIndexCpuTensor(Rule):
         scope = self.metadata[ScopeProvider].get(name)
         if scope is None:
             return []
-        bindings = list(scope[name.value])
+        bindings = scope_bindings(scope, name.value)
         if not bindings or (same_scope and any(b.scope is not scope for b in bindings)):
             return []
         values = []

@@ -11,6 +11,9 @@ right device is also faster than creating it on the CPU and copying it
 - Inside an ``nn.Module`` method: the device of the input (``device=x.device``), an
   existing ``self.device``, else ``next(self.parameters()).device``; never the
   module-level global, which breaks DataParallel replicas and reuse of the module.
+- ``torch.from_numpy(a)`` shares the array's memory and takes no ``device=``: where it
+  (or the variable it is assigned to) is passed to a model or a loss in device code, it
+  gets ``.to(device)``. Elsewhere host data is usually dataset material and stays.
 - Never in Dataset methods, collate functions or a model's ``__init__``: CPU
   tensors are right there (CUDA in forked DataLoader workers fails).
 - Skipped: calls that already place the tensor (``device=``, ``out=``, a CPU
@@ -29,11 +32,14 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
-from ..analysis.names import keyword_arg, positional
-from ..analysis.roles import factory_name
-from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype
+from ..analysis.names import keyword_arg, positional, qualified_names
+from ..analysis.roles import factory_name, is_loss_callee, is_model_callee, model_variables
+from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
+    moved_in_chain, assigned_name, chain_top, uses_of_binding
 from .base import Invalid, Rule, Valid
 
+# Tensors made from host memory: no ``device=`` parameter, so they are moved after creation.
+_FROM_HOST = frozenset({"torch.from_numpy"})
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
 _NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
 
@@ -45,10 +51,16 @@ class FactoryDevice(Rule):
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
     ORDER = 30
 
+    def visit_Module(self, node: cst.Module) -> bool:
+        self._model_names: set[str] | None = None  # computed on the first from_numpy
+        return super().visit_Module(node)
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         folded = self._fold_to(original_node, updated_node)
         if folded is not None:
             return folded
+        if qualified_names(self.metadata, original_node.func) & _FROM_HOST:
+            return self._move_host_tensor(original_node, updated_node)
         if not self._needs_device(original_node) or self._moved_after(original_node):
             return updated_node
         device = self.device_for(original_node)
@@ -96,6 +108,35 @@ class FactoryDevice(Rule):
         if is_torch_device_call(self.metadata, value):
             return value
         return None
+
+    def _move_host_tensor(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``torch.from_numpy(a)`` shares the array's memory, so it can take no ``device=``:
+        in device code it gets ``.to(device)``, unless its chain already moves it."""
+        if in_signature(self.metadata, original) or moved_in_chain(self.metadata, original):
+            return updated
+        device = self.device_for(original)
+        if device is None or flows_only_to_cpu(self.metadata, original) or not self._feeds_model(original):
+            return updated
+        if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
+            return updated
+        moved = cst.Call(func=cst.Attribute(updated, cst.Name("to")), args=[cst.Arg(device)])
+        return self.fix(original, updated, moved,
+                        "`torch.from_numpy` makes a CPU tensor; move it with `.to(device)`")
+
+    def _feeds_model(self, call: cst.Call) -> bool:
+        """Host data is usually dataset material: move it only where it is, directly or through
+        the variable it is assigned to, an argument of a model or a loss."""
+        if self._model_names is None:
+            self._model_names = model_variables(self.metadata, self.tree, self.facts)
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, call)
+        for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
+            arg = parents.get(chain_top(self.metadata, use))
+            callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(callee, cst.Call) and (is_model_callee(callee.func, self._model_names)
+                                                 or is_loss_callee(callee.func)):
+                return True
+        return False
 
     def _fold_to(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``torch.zeros(n).to(device)`` -> ``torch.zeros(n, device=device)``: same tensor, no copy."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata import Assignment, ParentNodeProvider, ScopeProvider
 
 from ..analysis.loops import loader_source
 from ..analysis.modules import called_on_import, single_assigned_value
@@ -42,6 +42,7 @@ from ..analysis.names import dotted, keyword, keyword_arg, method_call, position
     torch_module_alias
 from ..analysis.roles import factory_name, is_loader_constructor
 from ..analysis.tensors import bound_before
+from ..analysis.scopes import scope_bindings
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
 
@@ -123,7 +124,7 @@ class LegacyCuda(Rule):
             key = f"{id(scope)}:{name}"
             if key in self._aliases:
                 continue
-            bindings = list(scope.assignments[name])
+            bindings = [b for b in scope.assignments[name] if isinstance(b, Assignment)]
             assigns = [self._assign_of(b.node) for b in bindings]
             found = [self._alias_dtype(a.value) if a is not None else None for a in assigns]
             if any(f is None or f[0] != typed[0] for f in found) or not any(f[1] for f in found if f):
@@ -172,7 +173,7 @@ class LegacyCuda(Rule):
                 scope = scopes.get(node)
                 if scope is None:
                     continue
-                refs = {r.node for b in scope.assignments[bound] if b.node is node or b.node is alias
+                refs = {r.node for b in scope.assignments[bound] if getattr(b, "node", None) is node or b.node is alias
                         for r in b.references if isinstance(r.node, cst.Name)}
                 self._variable_refs[alias] = refs
                 for ref in refs:
@@ -421,7 +422,7 @@ class LegacyCuda(Rule):
         scope = self.metadata[ScopeProvider].get(name)
         if scope is None:
             return False
-        bindings = list(scope[name.value])
+        bindings = scope_bindings(scope, name.value)
         if not bindings or any(b.scope is not scope for b in bindings):
             return False
         loops = 0
@@ -457,7 +458,7 @@ class LegacyCuda(Rule):
         if not isinstance(source, cst.Name):
             return False
         scope = self.metadata[ScopeProvider].get(source)
-        bindings = list(scope[source.value]) if scope is not None else []
+        bindings = scope_bindings(scope, source.value)
         if len(bindings) == 1:
             assign = self._assign_of(getattr(bindings[0], "node", None))
             if assign is not None:

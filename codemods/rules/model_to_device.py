@@ -32,7 +32,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.names import keyword, method_call, positional
 from ..analysis.roles import builds_model, loss_weight_argument, places_itself, wrapper_kind
-from ..analysis.scopes import ScopeKind
+from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tree import ancestors, walk
 from .base import Invalid, Rule, Valid
 
@@ -129,7 +129,7 @@ class ModelToDevice(Rule):
         or a name assigned once from such an expression."""
         if isinstance(expr, cst.Name):
             scope = self.metadata[ScopeProvider].get(expr)
-            assignments = list(scope[expr.value]) if scope is not None else []
+            assignments = scope_bindings(scope, expr.value)
             if len(assignments) == 1:
                 statement = self._assign_of(assignments[0].node)
                 if statement is not None:
@@ -176,7 +176,7 @@ class ModelToDevice(Rule):
 
     def _assignments(self, node: cst.CSTNode, name: str) -> list[cst.Assign]:
         scope = self.metadata[ScopeProvider].get(node)
-        found = [self._assign_of(a.node) for a in (scope[name] if scope is not None else ())]
+        found = [self._assign_of(a.node) for a in scope_bindings(scope, name)]
         return [a for a in found if a is not None]
 
     def _assign_of(self, target: cst.CSTNode) -> cst.Assign | None:

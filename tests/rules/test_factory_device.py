@@ -258,3 +258,58 @@ def test_arithmetic_with_numbers_keeps_a_dataset_tensor_on_the_cpu():
     assert "data = -torch.randn(10, 3) / 2.0\n" in out
     # arithmetic with a variable may meet a GPU tensor: the factory gets the device
     assert "shifted = torch.randn(10, 3, device=device) + offset" in out
+
+
+def test_from_numpy_in_device_code_is_moved():
+    out = fix("""\
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import TensorDataset
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(1, 1).to(device)
+    features = np.ones((4, 1), dtype=np.float32)
+    for _ in range(2):
+        inputs = torch.from_numpy(features)
+        loss = model(inputs).sum()
+    predicted = model(torch.from_numpy(features)).detach().cpu().numpy()
+    moved = torch.from_numpy(features).float().to(device)
+    data = TensorDataset(torch.from_numpy(features))
+    """)
+    assert "inputs = torch.from_numpy(features).to(device)\n" in out
+    assert "model(torch.from_numpy(features).to(device)).detach()" in out
+    assert "moved = torch.from_numpy(features).float().to(device)\n" in out
+    assert "TensorDataset(torch.from_numpy(features))" in out
+
+
+def test_from_numpy_in_a_dataset_stays_on_the_cpu():
+    code = """\
+    import torch
+    from torch.utils.data import Dataset
+
+    class Arrays(Dataset):
+        def __getitem__(self, i):
+            return torch.from_numpy(self.rows[i])
+    """
+    assert fix(code) == textwrap.dedent(code)
+
+
+def test_from_numpy_follows_its_own_binding_only():
+    out = fix("""\
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(2, 2).to(device)
+    criterion = nn.MSELoss()
+    y = torch.randn(4, 2)
+    loss = criterion(model(torch.randn(4, 2)), y)
+    y = torch.from_numpy(np.ones((2, 2)))
+    z = y.numpy()
+    w = torch.from_numpy(np.ones((2, 2)))
+    print(w.sum())
+    """)
+    assert "y = torch.from_numpy(np.ones((2, 2)))\n" in out
+    assert "w = torch.from_numpy(np.ones((2, 2)))\n" in out

@@ -144,3 +144,16 @@ def test_dm301_suppressed_line_stays():
             self.mask = torch.ones(3)  # devmod: ignore[DM301]
     """)
     assert result.output == source
+
+
+def test_an_attribute_set_to_a_builtin_is_left_alone():
+    # libcst lists a builtin as a binding without a node: it must read as "don't know", not crash.
+    code = (
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.activation = abs\n"
+        "        self.reader = input\n"
+    )
+    assert transform_source(code).output == code

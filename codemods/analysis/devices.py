@@ -18,7 +18,7 @@ import libcst as cst
 
 from .tree import ancestors, walk
 from .names import dotted, qualified_names
-from .scopes import ClassFacts, Place, ScopeKind, enclosing_place
+from .scopes import ClassFacts, Place, ScopeKind, enclosing_place, is_main_guard
 
 CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
 # Parameters of forward() that are seldom a tensor: containers and configuration.
@@ -97,6 +97,21 @@ def module_device_definitions(module: cst.Module, metadata: Mapping) -> list[Dev
     return found
 
 
+def chosen_conditionally(definitions: list[DeviceDefinition], module: cst.Module, name: str) -> bool:
+    """Is ``name`` assigned only inside module-level ``if``/``try``/``with`` blocks (other than
+    ``if __name__ == "__main__":``)? Then hoisting or reusing it would change which code runs
+    on the GPU."""
+    own = [d for d in definitions if d.name == name]
+    return bool(own) and not any(_unconditional(d, module) for d in own)
+
+
+def _unconditional(definition: DeviceDefinition, module: cst.Module) -> bool:
+    if definition.statement in module.body:
+        return True
+    return any(is_main_guard(stmt) and definition.statement in stmt.body.body for stmt in module.body
+               if isinstance(stmt, cst.If))
+
+
 def _module_level(body):
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -130,10 +145,14 @@ def _always_cpu(value: cst.BaseExpression) -> bool:
 class DeviceLookup:
     """Answers "which device expression belongs at this node?" for every rule."""
 
-    def __init__(self, metadata: Mapping, facts: ClassFacts, shared_name: str) -> None:
+    def __init__(self, metadata: Mapping, facts: ClassFacts, shared_name: str,
+                 chosen_conditionally: bool = False) -> None:
         self.metadata = metadata
         self.facts = facts
         self.shared_name = shared_name
+        # The file picks its device inside an ``if`` (``if args.accel: device = ...``): code
+        # outside that branch deliberately stays where it is, so the global is no answer.
+        self.chosen_conditionally = chosen_conditionally
 
     def place(self, node: cst.CSTNode) -> Place:
         return enclosing_place(self.metadata, node, self.facts)
@@ -151,6 +170,8 @@ class DeviceLookup:
             local = self._function_device_name(function)
             if local:
                 return cst.Name(local)
+        if self.chosen_conditionally:
+            return None
         return cst.Name(self.shared_name)
 
     def _enclosing_functions(self, node: cst.CSTNode):
@@ -164,6 +185,9 @@ class DeviceLookup:
     def why_no_device(self, node: cst.CSTNode) -> str:
         """A one-line reason for a report where ``expression_for`` gave None."""
         kind = self.place(node).kind
+        if self.chosen_conditionally and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
+            return (f"the file assigns `{self.shared_name}` only inside a conditional block, so code "
+                    "outside it deliberately stays on the CPU; place this tensor by hand")
         if kind in (ScopeKind.DATA_METHOD, ScopeKind.DATA_CALLBACK):
             return ("this runs in data-loading code (Dataset or collate function), where tensors must stay "
                     "on the CPU; move the batch in the training loop instead")

@@ -85,6 +85,9 @@ class FactoryDevice(Rule):
         if not (isinstance(attribute, cst.Attribute) and attribute.value is call
                 and isinstance(outer, cst.Call) and outer.func is attribute):
             return False
+        if attribute.attr.value not in ("to", "cuda"):
+            # ``torch.ones(1).fill_(v).type(torch.long).to(d)``: placed at the end of the chain
+            return moved_in_chain(self.metadata, outer)
         if attribute.attr.value == "cuda":
             return True
         if attribute.attr.value != "to":

@@ -75,7 +75,8 @@ class SharedDevice(Rule):
         keep = definitions[0]
         keep_index = body.index(top_level_statement(self.metadata, keep.statement))
         if first_use < keep_index:
-            if not _pure(keep.assign.value, self.torch_alias) or anchor >= first_use:
+            if self.devices.chosen_conditionally or not _pure(keep.assign.value, self.torch_alias) \
+                    or anchor >= first_use:
                 self.report(body[first_use], f"`{name}` is used before it is defined")
                 return
             moved = keep.statement.with_changes(leading_lines=[cst.EmptyLine()])

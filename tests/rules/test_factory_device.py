@@ -38,6 +38,7 @@ def body(code: str) -> str:
     "x = torch.empty(3, pin_memory=True)",
     "x = torch.zeros(3, device='cpu')",
     "x = torch.zeros(3).cuda()",        # DM103 turns it into .to(device), folded next pass
+    "x = torch.zeros(3).float().to(device)",  # placed at the end of its chain: already right
     "x = torch.zeros(3).to(device, non_blocking=True)",
     "x = torch.zeros(3).to(other)",
     "x = torch.ones(3).cpu()",
@@ -54,7 +55,6 @@ def test_left_alone(line):
     ("x = torch.zeros(3).to(torch.float16)", "x = torch.zeros(3, device=device).to(torch.float16)"),
     ("x = torch.zeros(3).to(dtype=torch.long)", "x = torch.zeros(3, device=device).to(dtype=torch.long)"),
     ("x = torch.zeros(3).to(device)", "x = torch.zeros(3, device=device)"),
-    ("x = torch.zeros(3).float().to(device)", "x = torch.zeros(3, device=device).float().to(device)"),
     ("x = torch.eye(3).to(y.device)", "x = torch.eye(3, device=y.device)"),
     ("x = torch.eye(3).to(torch.device('cpu'))", "x = torch.eye(3, device=torch.device('cpu'))"),
     ("x = torch.tensor([1, 2], dtype=torch.long)", "x = torch.tensor([1, 2], dtype=torch.long, device=device)"),
@@ -313,3 +313,14 @@ def test_from_numpy_follows_its_own_binding_only():
     """)
     assert "y = torch.from_numpy(np.ones((2, 2)))\n" in out
     assert "w = torch.from_numpy(np.ones((2, 2)))\n" in out
+
+
+def test_a_move_at_the_end_of_a_chain_places_the_factory():
+    code = """\
+    import torch
+
+    def decode(model, device):
+        ys = torch.ones(1, 1).fill_(3).type(torch.long).to(device)
+        return model(ys)
+    """
+    assert fix(code) == textwrap.dedent(code)

@@ -15,7 +15,7 @@ from collections import Counter
 import click
 
 from . import __version__
-from .config import DEVICE_STYLES, Config, ConfigError, find_pyproject, load_config, validate_codes
+from .config import DEVICE_STYLES, ConfigError, find_pyproject, load_config, validate_codes
 from .discovery import Exclude, iter_python_files
 from .driver import FileReport, process_files
 from .rules import all_rules

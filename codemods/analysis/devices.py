@@ -105,6 +105,24 @@ def chosen_conditionally(definitions: list[DeviceDefinition], module: cst.Module
     return bool(own) and not any(_unconditional(d, module) for d in own)
 
 
+def runs_per_rank(module: cst.Module) -> bool:
+    """Does the file import torch.distributed or DistributedDataParallel (one process per GPU)?"""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue  # imports inside blocks are rare; top-level ones decide
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                if any((dotted(a.name) or "").startswith("torch.distributed") for a in small.names):
+                    return True
+            elif isinstance(small, cst.ImportFrom) and small.module is not None:
+                source = dotted(small.module) or ""
+                names = small.names if isinstance(small.names, (list, tuple)) else ()
+                if source.startswith("torch.distributed") or any(
+                        dotted(a.name) == "DistributedDataParallel" for a in names):
+                    return True
+    return False
+
+
 def _unconditional(definition: DeviceDefinition, module: cst.Module) -> bool:
     if definition.statement in module.body:
         return True
@@ -146,13 +164,16 @@ class DeviceLookup:
     """Answers "which device expression belongs at this node?" for every rule."""
 
     def __init__(self, metadata: Mapping, facts: ClassFacts, shared_name: str,
-                 chosen_conditionally: bool = False) -> None:
+                 chosen_conditionally: bool = False, per_rank: bool = False) -> None:
         self.metadata = metadata
         self.facts = facts
         self.shared_name = shared_name
         # The file picks its device inside an ``if`` (``if args.accel: device = ...``): code
         # outside that branch deliberately stays where it is, so the global is no answer.
         self.chosen_conditionally = chosen_conditionally
+        # One process per GPU (torch.distributed): each rank has its own device, so a global
+        # ``cuda`` device would put every rank's tensors on GPU 0.
+        self.per_rank = per_rank
 
     def place(self, node: cst.CSTNode) -> Place:
         return enclosing_place(self.metadata, node, self.facts)
@@ -170,7 +191,7 @@ class DeviceLookup:
             local = self._function_device_name(function)
             if local:
                 return cst.Name(local)
-        if self.chosen_conditionally:
+        if self.chosen_conditionally or self.per_rank:
             return None
         return cst.Name(self.shared_name)
 
@@ -185,6 +206,9 @@ class DeviceLookup:
     def why_no_device(self, node: cst.CSTNode) -> str:
         """A one-line reason for a report where ``expression_for`` gave None."""
         kind = self.place(node).kind
+        if self.per_rank and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
+            return ("this file uses torch.distributed, where each rank has its own device; use the "
+                    "rank's device (e.g. `torch.device('cuda', local_rank)`) here")
         if self.chosen_conditionally and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return (f"the file assigns `{self.shared_name}` only inside a conditional block, so code "
                     "outside it deliberately stays on the CPU; place this tensor by hand")

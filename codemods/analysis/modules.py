@@ -15,7 +15,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from libcst.metadata.scope_provider import ImportAssignment
 
 from .names import dotted, positional
-from .scopes import ClassFacts, scope_bindings
+from .scopes import ClassFacts, Place, ScopeKind, scope_bindings
 from .tree import walk
 
 _REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
@@ -181,3 +181,26 @@ def single_assigned_value(metadata: Mapping, name: cst.Name) -> cst.BaseExpressi
     if isinstance(parent, cst.AssignTarget) and isinstance(assign, cst.Assign) and len(assign.targets) == 1:
         return assign.value
     return None
+
+
+def init_attribute(place: Place, assign: cst.Assign, statement: cst.CSTNode) -> str | None:
+    """``X`` for ``self.X = value`` in an nn.Module's ``__init__`` that surely runs after
+    ``super().__init__()`` (``statement`` holds ``assign``); else None."""
+    if len(assign.targets) != 1:
+        return None
+    target = dotted(assign.targets[0].target) or ""
+    if not target.startswith("self.") or target.count(".") != 1:
+        return None
+    if place.kind is not ScopeKind.MODEL_METHOD or place.method_name != "__init__" \
+            or place.klass is None or place.function is None:
+        return None
+    if not after_super_init(place.function, statement):
+        return None
+    return target.split(".", 1)[1]
+
+
+def only_binding(facts: ClassFacts, klass: cst.ClassDef, attribute: str) -> bool:
+    """``self.<attribute>`` is assigned once in the class family and is no buffer or class attribute."""
+    family = class_family(facts, klass)
+    return (len(attribute_assignments(family, attribute)) == 1
+            and attribute not in registered_names(family) | class_level_names(family))

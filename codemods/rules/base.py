@@ -15,7 +15,8 @@ import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 
-from ..analysis.devices import DeviceLookup, chosen_conditionally, module_device_definitions, shared_device_name
+from ..analysis.devices import DeviceLookup, chosen_conditionally, module_device_definitions, runs_per_rank, \
+    shared_device_name
 from ..analysis.names import torch_module_alias
 from ..analysis.tree import walk
 from ..analysis.scopes import collect_class_facts
@@ -121,7 +122,8 @@ class Rule(VisitorBasedCodemodCommand):
         _, self.facts, self.device_definitions, self.torch_alias = cached
         self.shared_name = shared_device_name(self.device_definitions, self.state.config.device_name)
         self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name,
-                                    chosen_conditionally(self.device_definitions, node, self.shared_name))
+                                    chosen_conditionally(self.device_definitions, node, self.shared_name),
+                                    runs_per_rank(node))
         return True
 
     def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:

@@ -36,7 +36,7 @@ import libcst as cst
 from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import (BatchShape, Loader, batch_shape, cpu_only_lengths, evidence, find_loader,
                               moved_in, plain_names, unpacking)
-from ..analysis.names import dotted, keyword_arg
+from ..analysis.names import keyword_arg
 from ..analysis.roles import is_model_callee, model_variables
 from ..analysis.scopes import ScopeKind
 from ..analysis.tree import walk

@@ -25,11 +25,9 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
-from ..analysis.modules import after_super_init, attribute_assignments, attribute_uses, class_family, \
-    class_level_names, nn_alias, registered_names
+from ..analysis.modules import attribute_uses, class_family, init_attribute, nn_alias, only_binding
 from ..analysis.names import dotted
 from ..analysis.roles import builds_model
-from ..analysis.scopes import ScopeKind
 from .base import Invalid, Rule, Valid
 
 # Methods each container offers beyond indexing, len(), iteration and ``in``.
@@ -51,20 +49,12 @@ class ModuleContainer(Rule):
     ORDER = 26
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
-        if len(original_node.targets) != 1:
-            return updated_node
-        target = dotted(original_node.targets[0].target) or ""
-        if not target.startswith("self.") or target.count(".") != 1:
-            return updated_node
         place = self.devices.place(original_node)
-        if place.kind is not ScopeKind.MODEL_METHOD or place.method_name != "__init__" or place.klass is None \
-                or place.function is None:
+        attribute = init_attribute(place, original_node, original_node)
+        if attribute is None or place.klass is None:
             return updated_node
-        attribute = target.split(".", 1)[1]
         container = self._container(original_node.value, place.klass, attribute)
-        if container is None or not self._only_binding(place.klass, attribute):
-            return updated_node
-        if not after_super_init(place.function, original_node):
+        if container is None or not only_binding(self.facts, place.klass, attribute):
             return updated_node
         if not self._uses_fit(place.klass, attribute, container):
             return updated_node
@@ -105,12 +95,6 @@ class ModuleContainer(Rule):
         return bool(appends) and all(
             len(call.args) == 1 and self._module(call.args[0].value) for call in map(self._call_of, appends))
 
-    def _only_binding(self, klass: cst.ClassDef, attribute: str) -> bool:
-        family = class_family(self.facts, klass)
-        return (len(attribute_assignments(family, attribute)) == 1
-                and attribute not in registered_names(family) | class_level_names(family))
-
-    # -- how it is used -----------------------------------------------------------------------
     def _uses_fit(self, klass: cst.ClassDef, attribute: str, container: str) -> bool:
         """Every ``self.<attr>.method(...)`` exists on the new container; ``+=`` / ``+`` too for lists."""
         allowed = _MODULE_LIST_METHODS if container == "ModuleList" else _MODULE_DICT_METHODS

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.modules import called_on_import, single_assigned_value
 from ..analysis.names import keyword, method_call, positional, qualified_names

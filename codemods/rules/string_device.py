@@ -26,7 +26,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ..analysis.devices import DEVICE_LIKE_NAMES, cuda_string, hardcoded_cuda, is_torch_device_call
+from ..analysis.devices import DEVICE_LIKE_NAMES, hardcoded_cuda, is_torch_device_call
 from ..analysis.names import keyword, positional, qualified_names
 from .base import Invalid, Rule, Valid
 from .shared_device import device_expression

@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.modules import after_super_init, attribute_assignments, class_family, class_level_names, \
-    registered_names
-from ..analysis.names import dotted, keyword_arg
-from ..analysis.scopes import ScopeKind
+from ..analysis.modules import init_attribute, only_binding
+from ..analysis.names import keyword_arg
 from ..analysis.tensors import is_surely_tensor
 from .base import Invalid, Rule, Valid
 
@@ -48,18 +46,11 @@ class TensorBuffer(Rule):
         if len(original_node.body) != 1 or not isinstance(original_node.body[0], cst.Assign):
             return updated_node
         assign = original_node.body[0]
-        if len(assign.targets) != 1:
-            return updated_node
-        target = dotted(assign.targets[0].target) or ""
-        if not target.startswith("self.") or target.count(".") != 1:
-            return updated_node
         place = self.devices.place(original_node)
-        if place.kind is not ScopeKind.MODEL_METHOD or place.method_name != "__init__" or place.klass is None:
+        attribute = init_attribute(place, assign, original_node)
+        if attribute is None or place.klass is None:
             return updated_node
-        attribute = target.split(".", 1)[1]
-        if not is_surely_tensor(self.metadata, assign.value) or not self._only_binding(place.klass, attribute):
-            return updated_node
-        if place.function is None or not after_super_init(place.function, original_node):
+        if not is_surely_tensor(self.metadata, assign.value) or not only_binding(self.facts, place.klass, attribute):
             return updated_node
         value = updated_node.body[0].value  # type: ignore[union-attr]
         call = cst.Call(
@@ -69,12 +60,6 @@ class TensorBuffer(Rule):
         replacement = updated_node.with_changes(body=[cst.Expr(call)])
         return self.fix(original_node, updated_node, replacement,
                         f"`self.{attribute}` is a plain tensor attribute: model.to(device) would not move it")
-
-    def _only_binding(self, klass: cst.ClassDef, attribute: str) -> bool:
-        """The one assignment is the only binding of the name in the class family."""
-        family = class_family(self.facts, klass)
-        return (len(attribute_assignments(family, attribute)) == 1
-                and attribute not in registered_names(family) | class_level_names(family))
 
     VALID = [
         Valid("import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self):\n"

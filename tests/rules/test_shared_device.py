@@ -46,3 +46,22 @@ def test_a_device_defined_in_the_main_guard_is_still_the_shared_device():
     """)
     assert "x = torch.zeros(1, 2, device=device)" in out
     assert out.count("device = torch.device(") == 1
+
+
+def test_distributed_files_get_no_global_device():
+    # Each rank has its own GPU: a global `cuda` device would put every rank on GPU 0.
+    out, findings = run("""\
+    import torch
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def train(rank):
+        model = nn.Linear(2, 2)
+        ddp = DDP(model.cuda(), device_ids=[rank])
+        checkpoint = torch.load("ckpt.pt")
+        return ddp(torch.randn(4, 2))
+    """)
+    assert "device = torch.device(" not in out
+    assert "model.cuda()" in out and "torch.randn(4, 2)" in out
+    assert 'torch.load("ckpt.pt", map_location="cpu")' in out
+    assert any(f.code == "DM103" and "torch.distributed" in f.message for f in findings)

@@ -92,16 +92,25 @@ def uses_of(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
 
 
 def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
-    """The loads that see this binding of ``name``: after it, before the next binding of the
-    same name in its scope (by line; a loop that rebinds later is "don't know" either way)."""
+    """The loads that see this binding of ``name`` (an assignment target): in its own scope
+    those after it and before the next binding (by line), plus every load from a nested
+    function, which may run at any time."""
     scope = metadata[ScopeProvider].get(name)
     if scope is None:
+        return []
+    binding = next((b for b in scope.assignments[name.value] if getattr(b, "node", None) is name), None)
+    if binding is None:
         return []
     start = _line(metadata, name)
     later = [_line(metadata, b.node) for b in scope.assignments[name.value]
              if isinstance(b, Assignment) and _line(metadata, b.node) > start]
     end = min(later, default=float("inf"))
-    return [use for use in uses_of(metadata, name) if start < _line(metadata, use) < end]
+    uses = []
+    for access in binding.references:
+        if isinstance(access.node, cst.Name) and (
+                access.scope is not scope or start < _line(metadata, access.node) < end):
+            uses.append(access.node)
+    return uses
 
 
 def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
@@ -118,7 +127,7 @@ def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
     if name is None:
         return False
     return any(_consumed_on_cpu(metadata, use) or _used_as_index(metadata, use)
-               for use in uses_of(metadata, name))
+               for use in uses_of_binding(metadata, name))
 
 
 def _arithmetic_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:

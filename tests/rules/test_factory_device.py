@@ -324,3 +324,36 @@ def test_a_move_at_the_end_of_a_chain_places_the_factory():
         return model(ys)
     """
     assert fix(code) == textwrap.dedent(code)
+
+
+def test_a_later_rebinding_does_not_decide_for_an_earlier_tensor():
+    # Found on yunjey/pytorch-tutorial: `y` is reused for a NumPy round trip further down.
+    out = fix("""\
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    x = torch.randn(10, 3)
+    y = torch.randn(10, 2)
+    linear = nn.Linear(3, 2).to(device)
+    loss = nn.MSELoss()(linear(x), y)
+    y = torch.from_numpy(np.zeros(2))
+    z = y.numpy()
+    """)
+    assert "y = torch.randn(10, 2, device=device)" in out
+    assert "y = torch.from_numpy(np.zeros(2))\n" in out
+
+
+def test_host_data_used_by_a_model_inside_a_function_is_moved():
+    out = fix("""\
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    x = torch.from_numpy(np.zeros((8, 4), "float32"))
+    model = nn.Linear(4, 1).to(device)
+
+    def closure():
+        return model(x).sum()
+    """)
+    assert 'x = torch.from_numpy(np.zeros((8, 4), "float32")).to(device)' in out

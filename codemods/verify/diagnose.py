@@ -154,7 +154,10 @@ def _mismatch(exc: BaseException, frame: FrameType | None, device_of: Callable[[
 
     info = getattr(exc, "devmod_mismatch", None)
     stack = frames(exc.__traceback__)
-    if any(isinstance(f.f_locals.get("self"), torch.optim.Optimizer) for f, _ in stack):
+    # Only optimizer code below the user's innermost frame: an LBFGS closure runs user code
+    # from inside ``optimizer.step`` and its mismatches are the user's own.
+    below_user = stack[next((i for i in range(len(stack) - 1, -1, -1) if stack[i][0] is frame), -1) + 1:]
+    if any(isinstance(f.f_locals.get("self"), torch.optim.Optimizer) for f, _ in below_user):
         return Diagnosis("DM403", "the optimizer state is on another device than the parameters: move the "
                                   "model before building the optimizer and loading its state")
     modules = _modules_on_stack(stack)

@@ -125,3 +125,20 @@ def test_message_only_hints():
                                  "but found one of them on device: cpu"), cpu).rule == "DM404"
     assert diagnose(RuntimeError("Attempting to deserialize object on a CUDA device but "
                                  "torch.cuda.is_available() is False."), cpu).rule == "DM302"
+
+
+def test_a_mismatch_in_an_lbfgs_closure_is_the_users_not_the_optimizers(tmp_path):
+    # The closure runs user code from inside optimizer.step: that frame is no DM403 evidence.
+    script = write(tmp_path, HEAD + (
+        "model = nn.Linear(3, 1).to(device)\n"
+        "optimizer = torch.optim.LBFGS(model.parameters())\n"
+        "inputs = torch.randn(4, 3)\n"
+        "def closure():\n"
+        "    optimizer.zero_grad()\n"
+        "    loss = model(inputs).sum()\n"
+        "    loss.backward()\n"
+        "    return loss\n"
+        "optimizer.step(closure)\n"))
+    outcome = run_script(script, simulate=True)
+    assert outcome.kind == "device-error" and outcome.line == 9
+    assert outcome.rule != "DM403", outcome.why

@@ -20,6 +20,8 @@ from .tree import ancestors, walk
 _CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler")
 # Libraries that turn their argument into a NumPy array: a CUDA tensor fails there.
 _CPU_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "seaborn.", "PIL.", "cv2.")
+# Attributes and methods that read a tensor's metadata, never its data.
+_METADATA_ATTRIBUTES = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda"})
 _CPU_METHODS = frozenset({"numpy", "tolist", "item", "cpu"})
 _TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "detach", "clone", "view",
                              "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous", "to",
@@ -190,6 +192,8 @@ def _used_as_index(metadata: Mapping, node: cst.CSTNode) -> bool:
     calls that take the value as an argument."""
     child = node
     for parent in ancestors(metadata, node):
+        if isinstance(parent, cst.Attribute) and parent.value is child and parent.attr.value in _METADATA_ATTRIBUTES:
+            return False  # ``a[x.shape[0]:]`` reads the tensor's size, not its data
         if isinstance(parent, cst.SubscriptElement):
             return True
         if isinstance(parent, cst.Call) and parent.func is not child:

@@ -357,3 +357,18 @@ def test_host_data_used_by_a_model_inside_a_function_is_moved():
         return model(x).sum()
     """)
     assert 'x = torch.from_numpy(np.zeros((8, 4), "float32")).to(device)' in out
+
+
+def test_a_tensor_whose_size_slices_an_array_is_not_an_index():
+    out = fix("""\
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    x = torch.randn(8, 4)
+    model = nn.Linear(4, 1).to(device)
+    out = model(x)
+    y = np.zeros(10)[x.shape[0]:]
+    z = np.zeros(10)[: x.size(0)]
+    """)
+    assert "x = torch.randn(8, 4, device=device)" in out

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import libcst as cst
+from libcst.metadata import PositionProvider
 
 from .tree import ancestors, walk
 from .names import dotted, qualified_names
@@ -98,11 +99,61 @@ def module_device_definitions(module: cst.Module, metadata: Mapping) -> list[Dev
 
 
 def chosen_conditionally(definitions: list[DeviceDefinition], module: cst.Module, name: str) -> bool:
-    """Is ``name`` assigned only inside module-level ``if``/``try``/``with`` blocks (other than
-    ``if __name__ == "__main__":``)? Then hoisting or reusing it would change which code runs
-    on the GPU."""
+    """Is ``name`` assigned only in some branches of module-level ``if``/``try``/``with``
+    blocks (``if args.accel: device = ...`` with no ``else``)? Then code outside that branch
+    deliberately stays on the CPU, and hoisting or reusing the variable would change that."""
     own = [d for d in definitions if d.name == name]
-    return bool(own) and not any(_unconditional(d, module) for d in own)
+    return bool(own) and not any(movable(d, module) or _every_branch(d, module) for d in own)
+
+
+def defined_from_line(definitions: list[DeviceDefinition], module: cst.Module, name: str,
+                      metadata: Mapping) -> int | None:
+    """The line of the block that always binds ``name`` in every branch (``if cuda: device = ...
+    else: device = ...``) when no definition can be moved: module code above it has no device."""
+    own = [d for d in definitions if d.name == name]
+    if not own or any(movable(d, module) for d in own):
+        return None
+    lines = [_line(metadata, _top(d, module)) for d in own if _every_branch(d, module)]
+    return min(lines, default=None)
+
+
+def movable(definition: DeviceDefinition, module: cst.Module) -> bool:
+    """A top-level definition (or one in the main guard) that DM101 may move up."""
+    if definition.statement in module.body:
+        return True
+    return any(is_main_guard(stmt) and definition.statement in stmt.body.body for stmt in module.body
+               if isinstance(stmt, cst.If))
+
+
+def _top(definition: DeviceDefinition, module: cst.Module) -> cst.BaseStatement:
+    return next(stmt for stmt in module.body if any(n is definition.statement for n in walk(stmt)))
+
+
+def _every_branch(definition: DeviceDefinition, module: cst.Module) -> bool:
+    """Is the definition in a top-level ``if``/``else`` or ``try``/``except`` every branch of
+    which assigns the same name (so the name is always bound after the block)?"""
+    block = _top(definition, module)
+    if isinstance(block, cst.If):
+        branches, current = [], block
+        while isinstance(current, cst.If):
+            branches.append(current.body)
+            current = current.orelse
+        if current is None:
+            return False
+        branches.append(current.body)
+    elif isinstance(block, cst.Try):
+        branches = [block.body, *(h.body for h in block.handlers)]
+    else:
+        return False
+    return all(any(isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == definition.name
+                                              for t in small.targets) for small in stmt.body)
+        for stmt in branch.body) for branch in branches)
+
+
+def _line(metadata: Mapping, node: cst.CSTNode) -> int:
+    position = metadata.get(PositionProvider, {}).get(node)
+    return position.start.line if position is not None else 0
 
 
 def runs_per_rank(module: cst.Module) -> bool:
@@ -121,13 +172,6 @@ def runs_per_rank(module: cst.Module) -> bool:
                         dotted(a.name) == "DistributedDataParallel" for a in names):
                     return True
     return False
-
-
-def _unconditional(definition: DeviceDefinition, module: cst.Module) -> bool:
-    if definition.statement in module.body:
-        return True
-    return any(is_main_guard(stmt) and definition.statement in stmt.body.body for stmt in module.body
-               if isinstance(stmt, cst.If))
 
 
 def _module_level(body):
@@ -164,7 +208,8 @@ class DeviceLookup:
     """Answers "which device expression belongs at this node?" for every rule."""
 
     def __init__(self, metadata: Mapping, facts: ClassFacts, shared_name: str,
-                 chosen_conditionally: bool = False, per_rank: bool = False) -> None:
+                 chosen_conditionally: bool = False, per_rank: bool = False,
+                 defined_from: int | None = None) -> None:
         self.metadata = metadata
         self.facts = facts
         self.shared_name = shared_name
@@ -174,6 +219,8 @@ class DeviceLookup:
         # One process per GPU (torch.distributed): each rank has its own device, so a global
         # ``cuda`` device would put every rank's tensors on GPU 0.
         self.per_rank = per_rank
+        # Module code above an if/else that defines the device in every branch has none yet.
+        self.defined_from = defined_from
 
     def place(self, node: cst.CSTNode) -> Place:
         return enclosing_place(self.metadata, node, self.facts)
@@ -192,6 +239,9 @@ class DeviceLookup:
             if local:
                 return cst.Name(local)
         if self.chosen_conditionally or self.per_rank:
+            return None
+        if self.defined_from is not None and place.kind is ScopeKind.MODULE \
+                and _line(self.metadata, node) < self.defined_from:
             return None
         return cst.Name(self.shared_name)
 

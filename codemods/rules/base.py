@@ -15,8 +15,8 @@ import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 
-from ..analysis.devices import DeviceLookup, chosen_conditionally, module_device_definitions, runs_per_rank, \
-    shared_device_name
+from ..analysis.devices import DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
+    runs_per_rank, shared_device_name
 from ..analysis.names import torch_module_alias
 from ..analysis.tree import walk
 from ..analysis.scopes import collect_class_facts
@@ -123,7 +123,8 @@ class Rule(VisitorBasedCodemodCommand):
         self.shared_name = shared_device_name(self.device_definitions, self.state.config.device_name)
         self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name,
                                     chosen_conditionally(self.device_definitions, node, self.shared_name),
-                                    runs_per_rank(node))
+                                    runs_per_rank(node),
+                                    defined_from_line(self.device_definitions, node, self.shared_name, self.metadata))
         return True
 
     def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:

@@ -31,7 +31,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.names import keyword, method_call, positional
-from ..analysis.roles import builds_model, loss_weight_argument, places_itself, wrapper_kind
+from ..analysis.roles import builds_model, loss_weight_argument, model_variables, places_itself, wrapper_kind
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tree import ancestors, walk
 from .base import Invalid, Rule, Valid
@@ -47,7 +47,15 @@ class ModelToDevice(Rule):
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
     ORDER = 40
 
+    def visit_Module(self, node: cst.Module) -> bool:
+        visit = super().visit_Module(node)
+        self._model_names = model_variables(self.metadata, node, self.facts)
+        return visit
+
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if len(original_node.targets) == 1 and isinstance(original_node.targets[0].target,
+                                                          (cst.Attribute, cst.Subscript)):
+            return self._place_part(original_node, updated_node)
         if len(original_node.targets) != 1 or not isinstance(original_node.targets[0].target, cst.Name):
             return updated_node
         return self._place(original_node, updated_node, original_node.targets[0].target.value)
@@ -94,6 +102,10 @@ class ModelToDevice(Rule):
     def _model_needs_move(self, assign, call: cst.Call, name: str) -> bool:
         if places_itself(call) or self._moved(assign, name):
             return False
+        if self._changed_later(assign, name):
+            self.report(assign, f"model `{name}` gets new parts after it is built (`{name}.<attr> = ...`): "
+                                f"move it with `{name}.to(device)` after the last change")
+            return False
         for wrap_assign, kind in self._wrappers_of(assign, name):
             if kind == "ddp":
                 self.report(assign, _DDP_MESSAGE.format(name=name))
@@ -105,6 +117,41 @@ class ModelToDevice(Rule):
                                     "move it to the first of them before wrapping")
                 return False
         return True
+
+    def _changed_later(self, assign, name: str) -> bool:
+        """``model.head = <something that is not a constructor>``: a ``.to`` on the constructor
+        would leave that part behind. (A new layer, ``model.fc = nn.Linear(...)``, is moved
+        where it is assigned: see ``_place_part``.)"""
+        parents = self.metadata[ParentNodeProvider]
+        for use in self._references(assign, name):
+            node = use
+            while isinstance(parents.get(node), (cst.Attribute, cst.Subscript)) and parents.get(node).value is node:
+                node = parents.get(node)
+            target = parents.get(node)
+            if node is not use and isinstance(target, cst.AssignTarget):
+                statement = parents.get(target)
+                if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
+                        and builds_model(self.metadata, statement.value, self.facts)):
+                    return True
+        return False
+
+    def _place_part(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        """``model.fc = nn.Linear(...)`` on a model devmod moves: the new layer moves too."""
+        target = original.targets[0].target
+        root = target
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        value = original.value
+        if not (isinstance(root, cst.Name) and root.value in self._model_names and isinstance(value, cst.Call)
+                and builds_model(self.metadata, value, self.facts) and not places_itself(value)
+                and self._in_training_code(original)):
+            return updated
+        device = self.device_for(original)
+        if device is None:
+            return updated
+        moved = cst.Call(cst.Attribute(updated.value, cst.Name("to")), [cst.Arg(device)])
+        return self.fix(original, updated, updated.with_changes(value=moved),
+                        f"a new part of model `{root.value}` is built on the CPU: `.to(device)` where it is assigned")
 
     def _wrapper_needs_move(self, assign, call: cst.Call, name: str) -> bool:
         """``nn.DataParallel(...)``: move the wrapper when the model it wraps is built unmoved

@@ -18,6 +18,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import GlobalScope, ScopeProvider
 
+from ..analysis.devices import movable
 from ..analysis.names import dotted
 from ..analysis.tree import code_of, runs_later, top_level_statement, walk
 from .base import Invalid, Rule, Valid
@@ -75,7 +76,7 @@ class SharedDevice(Rule):
         keep = definitions[0]
         keep_index = body.index(top_level_statement(self.metadata, keep.statement))
         if first_use < keep_index:
-            if self.devices.chosen_conditionally or not _pure(keep.assign.value, self.torch_alias) \
+            if not movable(keep, module) or not _pure(keep.assign.value, self.torch_alias) \
                     or anchor >= first_use:
                 self.report(body[first_use], f"`{name}` is used before it is defined")
                 return

@@ -196,3 +196,34 @@ def test_examples_with_all_rules(kind):
             assert not [f for f in result.findings if f.code == "DM202"]
         elif example.expected is not None:
             assert [f for f in result.findings if f.code == "DM202" and f.fixed]
+
+
+def test_a_replaced_head_moves_with_the_model():
+    # Fine-tuning: `.to(device)` on the constructor alone would leave the new head on the CPU.
+    code = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    import torchvision
+
+    model = torchvision.models.resnet18()
+    model.fc = nn.Linear(model.fc.in_features, 10)
+    model.classifier[1] = nn.Linear(4, 2)
+    """)
+    out = transform_source(code).output
+    assert "model = torchvision.models.resnet18().to(device)" in out
+    assert "model.fc = nn.Linear(model.fc.in_features, 10).to(device)" in out
+    assert "model.classifier[1] = nn.Linear(4, 2).to(device)" in out
+    assert transform_source(out).output == out
+
+
+def test_a_model_given_a_part_that_is_not_built_there_is_reported():
+    code = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    model = nn.Sequential(nn.Linear(3, 3))
+    model.head = shared_head
+    """)
+    result = transform_source(code)
+    assert "model = nn.Sequential(nn.Linear(3, 3))\n" in result.output
+    assert any(f.code == "DM202" and not f.fixed and "new parts" in f.message for f in result.findings)

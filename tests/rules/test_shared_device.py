@@ -65,3 +65,24 @@ def test_distributed_files_get_no_global_device():
     assert "model.cuda()" in out and "torch.randn(4, 2)" in out
     assert 'torch.load("ckpt.pt", map_location="cpu")' in out
     assert any(f.code == "DM103" and "torch.distributed" in f.message for f in findings)
+
+
+def test_an_if_else_that_always_defines_the_device_is_reused_below_it():
+    # pytorch/examples word_language_model: the device is picked in an if/else; a whole-model
+    # torch.load must land on it, and code above the block has no device yet.
+    out, _ = run("""\
+    import torch
+    import torch.nn as nn
+
+    x = torch.zeros(3)
+    if torch.accelerator.is_available():
+        device = torch.accelerator.current_accelerator()
+    else:
+        device = torch.device("cpu")
+    model = torch.load("m.pt", weights_only=False)
+    y = model(x.to(device)) + torch.ones(1)
+    """)
+    assert "x = torch.zeros(3)\n" in out
+    assert 'torch.load("m.pt", weights_only=False, map_location=device)' in out
+    assert "torch.ones(1, device=device)" in out
+    assert out.count("device = ") == 2  # both branches stay as written

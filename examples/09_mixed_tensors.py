@@ -2,7 +2,8 @@
 
 `first` stays on the CPU while `second` goes to `"cuda"` when a GPU exists, so
 `first + second` fails with "Expected all tensors to be on the same device". devmod
-creates both on the shared device (DM201, DM102). The staging tensor is deliberately
+creates both on the shared device (DM201, DM102), after which the CUDA check around
+`second` has two identical branches and collapses (DM103). The staging tensor is deliberately
 made on the CPU (`device=host`) and copied with `non_blocking=True`: that copy is
 already right and must stay as written.
 """

@@ -10,7 +10,8 @@ that should follow a single shared ``torch.device``. ``.to(device)`` works on bo
   Dataset or collate function nothing is moved (reported instead).
 - A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
   model = model.cuda()``) collapses into the unconditional ``.to(device)``, which
-  already falls back to the CPU.
+  already falls back to the CPU. So does ``a if torch.cuda.is_available() else b``
+  once both branches are the same expression on the shared device.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.scopes import scope_bindings
-from ..analysis.tree import walk
+from ..analysis.tree import code_of, walk
 from ..analysis.names import method_call, qualified_names
 from .base import Invalid, Rule, Valid
 
@@ -29,7 +30,7 @@ class CudaCall(Rule):
     NAME = "cuda-call"
     SUMMARY = "`.cuda()` becomes `.to(device)`; guards that only exist for it collapse"
     ERROR = "AssertionError: Torch not compiled with CUDA enabled"
-    TRIGGERS = (".cuda(",)
+    TRIGGERS = (".cuda(", "cuda.is_available()")
     ORDER = 20
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -56,6 +57,17 @@ class CudaCall(Rule):
         """``torch.cuda(...)`` is not a method call on a tensor."""
         func = call.func
         return isinstance(func, cst.Attribute) and "torch" in qualified_names(self.metadata, func.value)
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        """``a.to(device) if torch.cuda.is_available() else a.to(device)``: once the other rules
+        have pointed both branches at the shared device, the choice is gone."""
+        if not self._is_cuda_available_test(original_node.test):
+            return updated_node
+        if code_of(original_node.body) != code_of(original_node.orelse) or not _mentions_device(
+                original_node.body, self.shared_name):
+            return updated_node
+        return self.fix(original_node, updated_node, updated_node.body,
+                        "both branches of the CUDA check are now the same: keep one")
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If):
         if updated_node.orelse is not None or not self._is_cuda_available_test(original_node.test):
@@ -133,3 +145,8 @@ def _only_moves(body) -> bool:
                 return False
     return True
 
+
+
+def _mentions_device(node: cst.CSTNode, name: str) -> bool:
+    keywords = {id(n.keyword) for n in walk(node) if isinstance(n, cst.Arg) and n.keyword is not None}
+    return any(isinstance(n, cst.Name) and n.value == name and id(n) not in keywords for n in walk(node))

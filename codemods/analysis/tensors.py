@@ -109,8 +109,9 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
     end = min(later, default=float("inf"))
     uses = []
     for access in binding.references:
+        # ``x = f(x)`` on the next binding's line still reads this one
         if isinstance(access.node, cst.Name) and (
-                access.scope is not scope or start < _line(metadata, access.node) < end):
+                access.scope is not scope or start < _line(metadata, access.node) <= end):
             uses.append(access.node)
     return uses
 

@@ -18,7 +18,8 @@ right device is also faster than creating it on the CPU and copying it
   tensors are right there (CUDA in forked DataLoader workers fails).
 - Skipped: calls that already place the tensor (``device=``, ``out=``, a CPU
   ``generator=``, ``pin_memory=``, ``**kwargs``, an extra positional argument, a
-  following ``.to(device, dtype)`` / ``.to("cpu")`` / ``.cuda()``), factories without a
+  following ``.to(device, dtype)`` / ``.to("cpu")`` / ``.cuda()``, or ``x = x.to(device)``
+  a few ``x = f(x)`` lines later with nothing else seeing ``x`` before), factories without a
   ``device=`` (``complex``, ``polar``, ``normal(mean_t, std_t)``), parameter defaults
   (they run before the function's device exists), ``*_like`` and ``x.new_*`` (they
   follow their input), and tensors that feed CPU-side work: a Dataset or DataLoader,
@@ -33,11 +34,13 @@ from libcst.metadata import ParentNodeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
 from ..analysis.names import keyword_arg, positional, qualified_names
+from ..analysis.tree import ancestors, walk
 from ..analysis.roles import factory_name, is_loss_callee, is_model_callee, model_variables
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
     moved_in_chain, assigned_name, chain_top, uses_of_binding
 from .base import Invalid, Rule, Valid
 
+_MAX_REBINDINGS = 4  # ``x = f(x)`` steps followed before the move
 # Tensors made from host memory: no ``device=`` parameter, so they are moved after creation.
 _FROM_HOST = frozenset({"torch.from_numpy"})
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
@@ -61,7 +64,8 @@ class FactoryDevice(Rule):
             return folded
         if qualified_names(self.metadata, original_node.func) & _FROM_HOST:
             return self._move_host_tensor(original_node, updated_node)
-        if not self._needs_device(original_node) or self._moved_after(original_node):
+        if not self._needs_device(original_node) or self._moved_after(original_node) \
+                or self._variable_moved_later(original_node):
             return updated_node
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node):
@@ -74,6 +78,25 @@ class FactoryDevice(Rule):
     def _needs_device(self, call: cst.Call) -> bool:
         """A factory call that takes ``device=``, has none, and runs where its code stands."""
         return accepts_device_keyword(self.metadata, call) and not in_signature(self.metadata, call)
+
+    def _variable_moved_later(self, call: cst.Call) -> bool:
+        """``x = torch.rand(n)``, ``x = (x - x.mean()) / x.std()``, ``x = x.to(device)``: the
+        author already moves it, and nothing else sees it before then; leave it as written."""
+        name = assigned_name(self.metadata, call)
+        for _ in range(_MAX_REBINDINGS):
+            if name is None:
+                return False
+            uses = uses_of_binding(self.metadata, name)
+            assign = _next_assign_of(self.metadata, uses, name.value)
+            if assign is None or len(uses) == 0 or any(not _inside(self.metadata, u, assign) for u in uses):
+                return False
+            if _moves_itself(assign.value, name.value):
+                return True
+            if any(isinstance(n, cst.Name) and n.value != name.value and not _is_attribute_name(self.metadata, n)
+                   for n in walk(assign.value)):
+                return False  # combined with something else: it may meet the device there
+            name = assign.targets[0].target if isinstance(assign.targets[0].target, cst.Name) else None
+        return False
 
     def _moved_after(self, call: cst.Call) -> bool:
         """``torch.zeros(n).to(...)`` / ``.cuda()`` that already moves it: folded below when the
@@ -357,3 +380,39 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     closing = last.whitespace_after_arg
     args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     return call.with_changes(args=[*args, new.with_changes(comma=trailing, whitespace_after_arg=closing)])
+
+
+def _next_assign_of(metadata, uses: list[cst.Name], variable: str) -> cst.Assign | None:
+    """The single ``variable = <value using variable>`` statement that holds every use, if any."""
+    found = None
+    for use in uses:
+        for parent in ancestors(metadata, use):
+            if isinstance(parent, cst.Assign):
+                if len(parent.targets) != 1 or not isinstance(parent.targets[0].target, cst.Name) \
+                        or parent.targets[0].target.value != variable:
+                    return None
+                if found is not None and parent is not found:
+                    return None
+                found = parent
+                break
+            if isinstance(parent, cst.BaseStatement):
+                return None
+    return found
+
+
+def _inside(metadata, node: cst.CSTNode, assign: cst.Assign) -> bool:
+    return any(parent is assign.value for parent in ancestors(metadata, node)) or node is assign.value
+
+
+def _moves_itself(value: cst.BaseExpression, variable: str) -> bool:
+    """``x.to(<device>)`` / ``x.cuda()`` on the variable itself."""
+    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Name) and value.func.value.value == variable
+            and value.func.attr.value in ("to", "cuda") and bool(value.args or value.func.attr.value == "cuda"))
+
+
+def _is_attribute_name(metadata, node: cst.Name) -> bool:
+    """The ``mean`` of ``x.mean`` or a keyword's name: not a variable."""
+    parent = metadata[ParentNodeProvider].get(node)
+    return (isinstance(parent, cst.Attribute) and parent.attr is node) or \
+        (isinstance(parent, cst.Arg) and parent.keyword is node)

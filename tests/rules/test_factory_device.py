@@ -372,3 +372,34 @@ def test_a_tensor_whose_size_slices_an_array_is_not_an_index():
     z = np.zeros(10)[: x.size(0)]
     """)
     assert "x = torch.randn(8, 4, device=device)" in out
+
+
+def test_a_tensor_the_author_moves_a_few_lines_later_is_left_as_written():
+    out = fix("""\
+    import torch
+
+    images = torch.rand(2, 3, 8, 8)
+    images = (images - images.mean()) / images.std()
+    images = images.to(device)
+    noise = torch.rand(2, 3)
+    noise = noise * scale
+    noise = noise.to(device)
+    first = torch.rand(3)
+    print(first.sum())
+    first = first.to(device)
+    """)
+    assert "images = torch.rand(2, 3, 8, 8)\n" in out
+    # combined with another variable before the move: it may meet the device there
+    assert "noise = torch.rand(2, 3, device=device)" in out
+    # used on its own before the move: placed where it is made
+    assert "first = torch.rand(3, device=device)" in out
+
+
+def test_a_tensor_converted_to_numpy_on_the_next_line_stays_on_the_cpu():
+    out = fix("""\
+    import torch
+
+    y = torch.randn(3)
+    y = y.numpy()
+    """)
+    assert "y = torch.randn(3)\n" in out

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
-from .tree import ancestors, walk
+from .tree import ancestors, line_of, walk
 from .names import dotted, qualified_names
 from .scopes import ClassFacts, Place, ScopeKind, enclosing_place, is_main_guard
 
@@ -113,7 +112,7 @@ def defined_from_line(definitions: list[DeviceDefinition], module: cst.Module, n
     own = [d for d in definitions if d.name == name]
     if not own or any(movable(d, module) for d in own):
         return None
-    lines = [_line(metadata, _top(d, module)) for d in own if _every_branch(d, module)]
+    lines = [line_of(metadata, _top(d, module)) for d in own if _every_branch(d, module)]
     return min(lines, default=None)
 
 
@@ -149,11 +148,6 @@ def _every_branch(definition: DeviceDefinition, module: cst.Module) -> bool:
         isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == definition.name
                                               for t in small.targets) for small in stmt.body)
         for stmt in branch.body) for branch in branches)
-
-
-def _line(metadata: Mapping, node: cst.CSTNode) -> int:
-    position = metadata.get(PositionProvider, {}).get(node)
-    return position.start.line if position is not None else 0
 
 
 def runs_per_rank(module: cst.Module) -> bool:
@@ -241,7 +235,7 @@ class DeviceLookup:
         if self.chosen_conditionally or self.per_rank:
             return None
         if self.defined_from is not None and place.kind is ScopeKind.MODULE \
-                and _line(self.metadata, node) < self.defined_from:
+                and line_of(self.metadata, node) < self.defined_from:
             return None
         return cst.Name(self.shared_name)
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import Assignment, ComprehensionScope, GlobalScope, ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import Assignment, ComprehensionScope, GlobalScope, ParentNodeProvider, ScopeProvider
 
 from .loops import find_loader
 from .names import dotted, keyword, positional, qualified_names
 from .roles import factory_name
 from .scopes import scope_bindings
-from .tree import ancestors, walk
+from .tree import ancestors, line_of, walk
 
 _CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler")
 # Libraries that turn their argument into a NumPy array: a CUDA tensor fails there.
@@ -103,15 +103,15 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
     binding = next((b for b in scope.assignments[name.value] if getattr(b, "node", None) is name), None)
     if binding is None:
         return []
-    start = _line(metadata, name)
-    later = [_line(metadata, b.node) for b in scope.assignments[name.value]
-             if isinstance(b, Assignment) and _line(metadata, b.node) > start]
+    start = line_of(metadata, name)
+    later = [line_of(metadata, b.node) for b in scope.assignments[name.value]
+             if isinstance(b, Assignment) and line_of(metadata, b.node) > start]
     end = min(later, default=float("inf"))
     uses = []
     for access in binding.references:
         # ``x = f(x)`` on the next binding's line still reads this one
         if isinstance(access.node, cst.Name) and (
-                access.scope is not scope or start < _line(metadata, access.node) <= end):
+                access.scope is not scope or start < line_of(metadata, access.node) <= end):
             uses.append(access.node)
     return uses
 
@@ -258,13 +258,8 @@ def bound_before(metadata: Mapping, node: cst.CSTNode, name: str) -> bool:
     local = [a for a in scope.assignments[name] if a.scope is scope]
     if not local:
         return True
-    line = _line(metadata, node)
-    return any(isinstance(a.node, cst.Param) or _line(metadata, a.node) < line for a in local)
-
-
-def _line(metadata: Mapping, node: cst.CSTNode) -> int:
-    position = metadata.get(PositionProvider, {}).get(node)
-    return position.start.line if position is not None else 0
+    line = line_of(metadata, node)
+    return any(isinstance(a.node, cst.Param) or line_of(metadata, a.node) < line for a in local)
 
 
 def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:

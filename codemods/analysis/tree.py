@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator, Mapping
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -55,3 +55,28 @@ def runs_later(metadata: Mapping, node: cst.CSTNode) -> bool:
 
 def code_of(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+def line_of(metadata: Mapping, node: cst.CSTNode) -> int:
+    """The line ``node`` starts on (0 when it has no position, e.g. a node a rule built)."""
+    position = metadata.get(PositionProvider, {}).get(node)
+    return position.start.line if position is not None else 0
+
+
+def mentions_name(node: cst.CSTNode, name: str) -> bool:
+    """Does ``node`` read the variable ``name``? Keyword names (``device=``) and attribute
+    names (``x.device``) are not the variable."""
+    skipped = set()
+    for child in walk(node):
+        if isinstance(child, cst.Arg) and child.keyword is not None:
+            skipped.add(id(child.keyword))
+        elif isinstance(child, cst.Attribute):
+            skipped.add(id(child.attr))
+        elif isinstance(child, cst.Name) and child.value == name and id(child) not in skipped:
+            return True
+    return False
+
+
+def to_call(value: cst.BaseExpression, device: cst.BaseExpression) -> cst.Call:
+    """``value.to(device)``."""
+    return cst.Call(cst.Attribute(value, cst.Name("to")), [cst.Arg(device)])

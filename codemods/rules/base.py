@@ -18,7 +18,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from ..analysis.devices import DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name
 from ..analysis.names import torch_module_alias
-from ..analysis.tree import walk
+from ..analysis.tree import mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
 from ..suppression import Suppressions
@@ -117,14 +117,13 @@ class Rule(VisitorBasedCodemodCommand):
         if cached is None or cached[0] is not node:
             facts = collect_class_facts(node, self.metadata)
             definitions = module_device_definitions(node, self.metadata)
-            cached = (node, facts, definitions, torch_module_alias(node) or "torch")
+            shared = shared_device_name(definitions, self.state.config.device_name)
+            placement = (chosen_conditionally(definitions, node, shared), runs_per_rank(node),
+                         defined_from_line(definitions, node, shared, self.metadata))
+            cached = (node, facts, definitions, torch_module_alias(node) or "torch", shared, placement)
             self.state.analysed = cached
-        _, self.facts, self.device_definitions, self.torch_alias = cached
-        self.shared_name = shared_device_name(self.device_definitions, self.state.config.device_name)
-        self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name,
-                                    chosen_conditionally(self.device_definitions, node, self.shared_name),
-                                    runs_per_rank(node),
-                                    defined_from_line(self.device_definitions, node, self.shared_name, self.metadata))
+        _, self.facts, self.device_definitions, self.torch_alias, self.shared_name, placement = cached
+        self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name, *placement)
         return True
 
     def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
@@ -171,8 +170,7 @@ class Rule(VisitorBasedCodemodCommand):
         nodes = replacement.nodes if isinstance(replacement, cst.FlattenSentinel) else [replacement]
         if not all(isinstance(n, cst.CSTNode) for n in nodes):
             return True  # unknown shape: assume the device is needed rather than lose its definition
-        return any(isinstance(n, cst.Name) and n.value == self.shared_name
-                   for node in nodes for n in walk(node))
+        return any(mentions_name(node, self.shared_name) for node in nodes)
 
     # -- libcst.tool compatibility: `python -m libcst.tool codemod <module>.<Rule> PATH` -------
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:

@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.scopes import scope_bindings
-from ..analysis.tree import code_of, walk
+from ..analysis.tree import code_of, mentions_name, walk
 from ..analysis.names import method_call, qualified_names
 from .base import Invalid, Rule, Valid
 
@@ -63,7 +63,7 @@ class CudaCall(Rule):
         have pointed both branches at the shared device, the choice is gone."""
         if not self._is_cuda_available_test(original_node.test):
             return updated_node
-        if code_of(original_node.body) != code_of(original_node.orelse) or not _mentions_device(
+        if code_of(original_node.body) != code_of(original_node.orelse) or not mentions_name(
                 original_node.body, self.shared_name):
             return updated_node
         return self.fix(original_node, updated_node, updated_node.body,
@@ -144,9 +144,3 @@ def _only_moves(body) -> bool:
             if not (isinstance(value, cst.Call) and method_call(value, "to")):
                 return False
     return True
-
-
-
-def _mentions_device(node: cst.CSTNode, name: str) -> bool:
-    keywords = {id(n.keyword) for n in walk(node) if isinstance(n, cst.Arg) and n.keyword is not None}
-    return any(isinstance(n, cst.Name) and n.value == name and id(n) not in keywords for n in walk(node))

@@ -34,7 +34,7 @@ from libcst.metadata import ParentNodeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
 from ..analysis.names import keyword_arg, positional, qualified_names
-from ..analysis.tree import ancestors, walk
+from ..analysis.tree import ancestors, to_call, walk
 from ..analysis.roles import factory_name, is_loss_callee, is_model_callee, model_variables
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
     moved_in_chain, assigned_name, chain_top, uses_of_binding
@@ -145,7 +145,7 @@ class FactoryDevice(Rule):
             return updated
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
             return updated
-        moved = cst.Call(func=cst.Attribute(updated, cst.Name("to")), args=[cst.Arg(device)])
+        moved = to_call(updated, device)
         return self.fix(original, updated, moved,
                         "`torch.from_numpy` makes a CPU tensor; move it with `.to(device)`")
 

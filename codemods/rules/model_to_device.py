@@ -33,7 +33,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ..analysis.names import keyword, method_call, positional
 from ..analysis.roles import builds_model, loss_weight_argument, model_variables, places_itself, wrapper_kind
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.tree import ancestors, walk
+from ..analysis.tree import ancestors, to_call, walk
 from .base import Invalid, Rule, Valid
 
 _MOVES = ("to", "cuda", "to_empty")
@@ -74,7 +74,7 @@ class ModelToDevice(Rule):
         device = self.device_for(original)
         if device is None:
             return updated
-        moved = cst.Call(cst.Attribute(updated.value, cst.Name("to")), [cst.Arg(device)])
+        moved = to_call(updated.value, device)
         message = (f"loss `{name}` keeps its weight tensor on the CPU: `.to(device)` moves it"
                    if loss_weight_argument(self.metadata, value) is not None
                    else f"model `{name}` is never moved: `.to(device)` where it is built")
@@ -149,7 +149,7 @@ class ModelToDevice(Rule):
         device = self.device_for(original)
         if device is None:
             return updated
-        moved = cst.Call(cst.Attribute(updated.value, cst.Name("to")), [cst.Arg(device)])
+        moved = to_call(updated.value, device)
         return self.fix(original, updated, updated.with_changes(value=moved),
                         f"a new part of model `{root.value}` is built on the CPU: `.to(device)` where it is assigned")
 

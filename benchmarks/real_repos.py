@@ -68,8 +68,8 @@ VERSIONS = ("before", "after")
 @dataclass
 class Runnable:
     """Something to run: a script, a file of models (smoke tests) or a README's code blocks."""
-    kind: str            # "script" | "module" | "readme"
-    path: str            # relative to the repository root, with "/"
+    kind: str            # "script" | "modules" | "readme" | "notebook"
+    path: str            # relative to the repository root, with "/" ("*" for modules)
     args: list[str] = field(default_factory=list)
     cwd: str = ""        # relative to the repository root; "" is the script's own folder
     timeout: int = 60
@@ -86,12 +86,12 @@ class Outcome:
 
 # ----------------------------------------------------------------------------- discovery
 
-def python_files(root: Path) -> list[str]:
+def python_files(root: Path, suffixes: tuple[str, ...] = (".py",)) -> list[str]:
     found = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith(suffixes):
                 found.append(os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/"))
     return found
 
@@ -119,6 +119,7 @@ def discover(root: Path, cfg: dict[str, Any], timeout: int) -> list[Runnable]:
     skip = cfg.get("skip", [])
     scripts_cfg: dict[str, dict] = cfg.get("scripts", {})
     found: list[Runnable] = []
+    modules: list[str] = []
     for rel in python_files(root):
         if any(fnmatch.fnmatch(rel, pat) for pat in skip):
             continue
@@ -136,7 +137,13 @@ def discover(root: Path, cfg: dict[str, Any], timeout: int) -> list[Runnable]:
                 found.append(Runnable("script", rel, list(args), sc.get("cwd", cfg.get("cwd", "")),
                                       int(sc.get("timeout", timeout)), label))
         if shape["module"] or (shape["script"] and rel in cfg.get("also_smoke", [])):
-            found.append(Runnable("module", rel, timeout=int(cfg.get("module_timeout", 3 * timeout))))
+            modules.append(rel)
+    if modules:  # one process per run for all of a repository's model files: start-up is the cost
+        found.append(Runnable("modules", "*", modules,
+                              timeout=int(cfg.get("modules_timeout", 60 + 20 * len(modules)))))
+    for rel in python_files(root, (".ipynb",)):
+        if not any(fnmatch.fnmatch(rel, pat) for pat in skip):
+            found.append(Runnable("notebook", rel, timeout=int(cfg.get("notebook_timeout", timeout))))
     readme = cfg.get("readme", "README.md")
     if readme and (root / readme).is_file() and "```python" in (root / readme).read_text(errors="replace"):
         found.append(Runnable("readme", readme, timeout=int(cfg.get("readme_process_timeout", 6 * timeout))))
@@ -168,14 +175,33 @@ def apply_devmod(after: Path, env: dict[str, str]) -> dict[str, Any]:
             "stderr_tail": proc.stderr[-2000:] if proc.returncode not in (0, 1) else ""}
 
 
+def _reviewable_lines(path: Path) -> list[str]:
+    """A file's lines as a reviewer reads them: a notebook's code cells, not its JSON."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(text).get("cells", [])
+        except json.JSONDecodeError:
+            return text.splitlines(keepends=True)
+        out: list[str] = []
+        for n, cell in enumerate(cells):
+            if cell.get("cell_type") == "code":
+                src = cell.get("source", "")
+                src = "".join(src) if isinstance(src, list) else src
+                out += [f"# %% cell {n}\n", *(l + "\n" for l in src.splitlines())]
+        return out
+    return text.splitlines(keepends=True)
+
+
 def repo_diff(before: Path, after: Path) -> tuple[str, list[dict[str, Any]]]:
     """The full unified diff and its hunks, each with a key stable across line-number shifts."""
     chunks: list[str] = []
     hunks: list[dict[str, Any]] = []
-    for rel in python_files(after):
-        new = (after / rel).read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-        old_path = before / rel
-        old = old_path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True) if old_path.exists() else []
+    for rel in python_files(after, (".py", ".ipynb")):
+        new = _reviewable_lines(after / rel)
+        old = _reviewable_lines(before / rel)
         if old == new:
             continue
         lines = list(difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}"))
@@ -199,6 +225,7 @@ def base_env(devmod_src: Path, extra_paths: list[str], env_cfg: dict[str, str], 
         "PYTHONPATH": os.pathsep.join([str(STUBS), *extra_paths, str(devmod_src)]),
         "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled",
+        "PATH": os.pathsep.join([str(STUBS / "bin"), os.environ.get("PATH", "")]),
         "TORCH_HOME": str(tmp / "torch-home"), "MPLCONFIGDIR": str(tmp / "mpl"), "PYTHONDONTWRITEBYTECODE": "1",
     })
     env.update({k: str(v) for k, v in env_cfg.items()})
@@ -278,7 +305,7 @@ def run_in_runner(r: Runnable, root: Path, mode: str, env: dict[str, str], work:
                   tag: str, specs: Path | None, run_cfg: dict[str, Any]) -> dict[str, Outcome]:
     results = work / f"{tag}.jsonl"
     results.unlink(missing_ok=True)
-    args = [r.kind, str(root), r.path, str(results)] + ([str(specs)] if specs else [])
+    args = [r.kind, str(root), r.path, str(results)] + ([str(specs), *r.args] if specs else [])
     if mode == "cpu":
         cmd = [sys.executable, str(RUNNER), *args]
     else:
@@ -291,7 +318,10 @@ def run_in_runner(r: Runnable, root: Path, mode: str, env: dict[str, str], work:
             rec = json.loads(line)
             items[rec["item"]] = Outcome(rec["kind"], rec.get("message", ""), rec.get("where", ""),
                                          rec.get("seconds", 0.0))
-    if rc is None:
+    if r.kind == "notebook" and "notebook" not in items:  # one item, whatever ended the process
+        items["notebook"] = (Outcome("timeout", f"still running after {r.timeout} s", seconds=secs) if rc is None
+                             else Outcome("error", _last_error_line(err), seconds=secs))
+    elif rc is None:
         items["(runner)"] = Outcome("timeout", f"runner still running after {r.timeout} s", seconds=secs)
     elif rc != 0 and not items:
         items["(runner)"] = Outcome("error", _last_error_line(err), seconds=secs)
@@ -348,23 +378,28 @@ def trial_repo(src: Path, devmod_src: Path, cfg: dict[str, Any], jobs: int, time
             if r.kind == "script":
                 items = run_script(r, roots[v], mode, envs[v])
             else:
-                specs = work / f"specs-{r.path.replace('/', '_')}.json" if r.kind == "module" else None
+                specs = work / "specs.json" if r.kind == "modules" else None
                 items = run_in_runner(r, roots[v], mode, envs[v], work, tag, specs, run_cfg)
             for item, outcome in items.items():
-                name = (r.label or r.path) if r.kind == "script" else f"{r.path}::{item}"
+                name = {"script": r.label or r.path, "modules": item}.get(r.kind, f"{r.path}::{item}")
                 runs.setdefault(name, {})[f"{v}/{mode}"] = asdict(outcome)
 
+        # devmod changed nothing: the after copy is the before copy, its runs would be the same
+        versions = VERSIONS if hunks else ("before",)
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             # the before/cpu run of a models file probes input shapes the other runs reuse
-            first = [pool.submit(one, r, "before", "cpu") for r in runnables if r.kind == "module"]
-            rest = [pool.submit(one, r, v, m) for r in runnables for v in VERSIONS for m in MODES
-                    if r.kind != "module"]
+            first = [pool.submit(one, r, "before", "cpu") for r in runnables if r.kind == "modules"]
+            rest = [pool.submit(one, r, v, m) for r in runnables for v in versions for m in MODES
+                    if r.kind != "modules"]
             for f in first:
                 f.result()
-            rest += [pool.submit(one, r, v, m) for r in runnables if r.kind == "module"
-                     for v, m in (("before", "sim"), ("after", "cpu"), ("after", "sim"))]
+            rest += [pool.submit(one, r, v, m) for r in runnables if r.kind == "modules"
+                     for v, m in (("before", "sim"), ("after", "cpu"), ("after", "sim")) if v in versions]
             for f in rest:
                 f.result()
+        if not hunks:
+            for by_run in runs.values():
+                by_run.update({k.replace("before/", "after/"): v for k, v in list(by_run.items())})
         return RepoResult(src.name, git_commit(src), report, diff, hunks, [asdict(r) for r in runnables],
                           dict(sorted(runs.items())), round(time.monotonic() - started, 1))
     finally:
@@ -375,7 +410,7 @@ def trial_repo(src: Path, devmod_src: Path, cfg: dict[str, Any], jobs: int, time
 
 def compare(result: RepoResult) -> dict[str, Any]:
     """Per repository: cases, ok before/after, made worse/better (a case is an item in one mode)."""
-    counts = {"scripts": 0, "smoke": 0, "readme": 0, "cases": 0, "ok_before": 0, "ok_after": 0,
+    counts = {"scripts": 0, "smoke": 0, "readme": 0, "notebooks": 0, "cases": 0, "ok_before": 0, "ok_after": 0,
               "worse": [], "better": [], "new_device_errors": []}
     for item, by_run in result.runs.items():
         if item.endswith("::import") or item.endswith("(runner)"):
@@ -400,7 +435,8 @@ def compare(result: RepoResult) -> dict[str, Any]:
             if a["kind"] == "device-error" and b["kind"] != "device-error":
                 counts["new_device_errors"].append(case)
         if kinds_seen:
-            key = "scripts" if "::" not in item else ("readme" if "::readme:" in item else "smoke")
+            key = ("scripts" if "::" not in item else "readme" if "::readme:" in item
+                   else "notebooks" if item.endswith("::notebook") else "smoke")
             counts[key] += 1
     return counts
 
@@ -418,16 +454,17 @@ def findings_not_fixed(result: RepoResult) -> list[dict[str, Any]]:
 
 
 def print_table(results: list[RepoResult], verdicts: dict[str, str], out=sys.stdout) -> None:
-    head = ["repository", "commit", "scripts", "smoke", "readme", "cases", "ok before", "ok after",
-            "made worse", "made better", "hunks", "reports"]
+    head = ["repository", "commit", "scripts", "smoke", "readme", "notebooks", "cases", "ok before", "ok after",
+            "made worse", "made better", "hunks", "reports", "errors"]
     if verdicts:
         head += ["correct", "harmless", "wrong"]
     rows = []
     total = [0] * (len(head) - 2)
     for res in results:
         c = compare(res)
-        row = [c["scripts"], c["smoke"], c["readme"], c["cases"], c["ok_before"], c["ok_after"],
-               len(c["worse"]), len(c["better"]), len(res.hunks), len(findings_not_fixed(res))]
+        errors = sum(1 for entry in res.devmod.get("files", []) if entry.get("error"))
+        row = [c["scripts"], c["smoke"], c["readme"], c["notebooks"], c["cases"], c["ok_before"], c["ok_after"],
+               len(c["worse"]), len(c["better"]), len(res.hunks), len(findings_not_fixed(res)), errors]
         if verdicts:
             v = verdict_counts(res, verdicts)
             row += [v["correct"], v["harmless"], v["wrong"]]
@@ -443,20 +480,31 @@ def print_table(results: list[RepoResult], verdicts: dict[str, str], out=sys.std
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("repos", nargs="+", type=Path, help="repository folders (fetched elsewhere)")
+    ap.add_argument("repos", nargs="*", type=Path, help="repository folders (fetched elsewhere)")
+    ap.add_argument("--from-json", nargs="+", type=Path, metavar="JSON",
+                    help="print the table of earlier trials' JSON reports (later files win per repository)")
     ap.add_argument("--devmod-src", type=Path, default=HERE.parent,
                     help="checkout whose devmod rewrites and verifies (default: this one)")
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="per-repository settings (TOML)")
     ap.add_argument("--out", type=Path, help="write the JSON report here")
     ap.add_argument("--verdicts", type=Path, help="a reviewer's hunk verdicts (JSON) to count")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="runs at the same time (default 2)")
-    ap.add_argument("--timeout", type=int, default=60, help="seconds per script run (default 60)")
+    ap.add_argument("--timeout", type=int, default=45, help="seconds per script run (default 45)")
     args = ap.parse_args(argv)
-    if not (args.devmod_src / "codemods" / "__init__.py").is_file():
+    if not args.from_json and not (args.devmod_src / "codemods" / "__init__.py").is_file():
         ap.error(f"--devmod-src {args.devmod_src}: no codemods package there")
     config = tomllib.loads(args.config.read_text()) if args.config.is_file() else {}
     verdicts = json.loads(args.verdicts.read_text()) if args.verdicts and args.verdicts.is_file() else {}
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    if args.from_json:
+        loaded: dict[str, RepoResult] = {}
+        for path in args.from_json:
+            for r in json.loads(path.read_text())["repos"]:
+                loaded[r["name"]] = RepoResult(**{k: r[k] for k in RepoResult.__dataclass_fields__})
+        print_table(list(loaded.values()), verdicts)
+        return 0
+    if not args.repos:
+        ap.error("give repository folders, or --from-json")
     results = []
     for repo in args.repos:
         if not repo.is_dir():

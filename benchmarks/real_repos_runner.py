@@ -1,7 +1,8 @@
 """In-process runner for benchmarks/real_repos.py: smoke tests of one file's models, or a README's code.
 
-    python real_repos_runner.py module REPO_ROOT REL_PATH RESULTS.jsonl [SPECS.json]
+    python real_repos_runner.py modules REPO_ROOT - RESULTS.jsonl SPECS.json REL_PATH...
     python real_repos_runner.py readme REPO_ROOT REL_PATH RESULTS.jsonl
+    python real_repos_runner.py notebook REPO_ROOT REL_PATH RESULTS.jsonl
 
 It is run as a script, on the plain CPU or under ``devmod verify --simulate``. Every item (a model
 class, a model factory, an author's ``test()`` function, a README code block) runs in its own
@@ -157,13 +158,16 @@ def call_model(model, spec_list: list[dict[str, Any]], device: str):
         return model(*args)
 
 
-def smoke_items(root: str, rel: str, results: Results, specs_path: str | None, config: dict) -> None:
+def smoke_items(root: str, rel: str, results: Results, specs: dict[str, Any], probing: bool,
+                config: dict) -> None:
+    """Smoke-test one file's models and test functions; items are named "REL::what"."""
     import torch
     import torch.nn as nn
 
     torch.manual_seed(0)
-    probing = specs_path is None or not os.path.exists(specs_path)
-    specs: dict[str, Any] = {} if probing else json.load(open(specs_path, encoding="utf-8"))
+    outer = results.run
+    results = type("Prefixed", (), {"run": staticmethod(lambda name, fn, seconds=ITEM_SECONDS:
+                                                        outer(f"{rel}::{name}", fn, seconds))})()
     module = results.run("import", lambda: import_file(root, rel), seconds=60)
     if module is None:
         return
@@ -195,7 +199,7 @@ def smoke_items(root: str, rel: str, results: Results, specs_path: str | None, c
                 model.eval()
                 if placement != "cpu":
                     model = model.to(placement)
-                chosen = inputs_cfg.get(name) or specs.get(name)
+                chosen = inputs_cfg.get(name) or specs.get(f"{rel}::{name}")
                 if chosen:
                     return call_model(model, chosen, placement)
                 if not probing:
@@ -210,14 +214,11 @@ def smoke_items(root: str, rel: str, results: Results, specs_path: str | None, c
                         raise
                     except Exception:
                         continue
-                    specs[name] = [cand]
+                    specs[f"{rel}::{name}"] = [cand]
                     return None
                 raise Skip("no input shape fits")
 
             results.run(label, item)
-    if probing and specs_path:
-        with open(specs_path, "w", encoding="utf-8") as out:
-            json.dump(specs, out)
 
 
 def readme_blocks(text: str) -> list[str]:
@@ -247,9 +248,36 @@ def readme_items(root: str, rel: str, results: Results, config: dict) -> None:
         results.run(f"readme:{n}", item, seconds=int(config.get("readme_timeout", ITEM_SECONDS)))
 
 
+def notebook_code(path: str) -> str:
+    """A notebook's code cells as one script; IPython magics and shell lines are left out."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    chunks = []
+    for n, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        lines = [l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!"))]
+        chunks.append(f"# cell {n}\n" + "\n".join(lines))
+    return "\n\n".join(chunks) + "\n"
+
+
+def notebook_item(root: str, rel: str, results: Results, config: dict) -> None:
+    """Run a notebook top to bottom in its own folder, as "Run all" would; one item."""
+    path = os.path.join(root, rel)
+    folder = os.path.dirname(path)
+    os.chdir(folder)
+    sys.path.insert(0, folder)
+
+    def item():
+        code = compile(notebook_code(path), path, "exec")
+        exec(code, {"__name__": "__main__"})
+
+    results.run("notebook", item, seconds=int(config.get("notebook_timeout", 10 ** 6)))
+
+
 def main(argv: list[str]) -> int:
     mode, root, rel, results_path = argv[:4]
-    extra = argv[4] if len(argv) > 4 else None
     config = json.loads(os.environ.get("TRIAL_RUN_CONFIG", "{}"))
     # the runner's own folder must not shadow the repository's modules
     here = os.path.dirname(os.path.abspath(__file__))
@@ -261,10 +289,19 @@ def main(argv: list[str]) -> int:
 
     torch.set_num_threads(1)
     results = Results(results_path)
-    if mode == "module":
-        smoke_items(root, rel, results, extra, config)
+    if mode == "modules":
+        specs_path, files = argv[4], argv[5:]
+        probing = not os.path.exists(specs_path)
+        specs = {} if probing else json.load(open(specs_path, encoding="utf-8"))
+        for rel in files:
+            smoke_items(root, rel, results, specs, probing, config)
+            if probing:  # after every file, so a runner cut short still leaves what it found
+                with open(specs_path, "w", encoding="utf-8") as out:
+                    json.dump(specs, out)
     elif mode == "readme":
         readme_items(root, rel, results, config)
+    elif mode == "notebook":
+        notebook_item(root, rel, results, config)
     else:
         print(f"unknown mode {mode!r}", file=sys.stderr)
         return 2

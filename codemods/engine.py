@@ -80,8 +80,7 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     if not mentions_torch(source):
         return TransformResult(source, source, skipped="does not use torch")
     module = parse(source)
-    module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source)
-    output = module.code
+    module, findings, output = _run_passes(module, active_rules(config, rules), config, suppressions, source)
     if output != source:
         try:
             cst.parse_module(output)
@@ -94,7 +93,7 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
 def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], config: Config) -> cst.Module:
     """For libcst's own codemod runner: the same passes on an already parsed module."""
     chosen = _with_shared_device(list(rules))
-    module, _ = _run_passes(module, chosen, config, read_suppressions(module.code), module.code)
+    module, _, _ = _run_passes(module, chosen, config, read_suppressions(module.code), module.code)
     return module
 
 
@@ -122,13 +121,14 @@ def parse(source: str) -> cst.Module:
 
 
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
-                suppressions, source: str) -> tuple[cst.Module, list[Finding]]:
+                suppressions, source: str) -> tuple[cst.Module, list[Finding], str]:
+    """The settled module, its findings and its text (``module.code``, known without a codegen)."""
     all_chosen = list(rules)
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
         # Triggers are read from the current text: one rule's fix can make another's apply.
         rules = [r for r in all_chosen if _triggered(r, source)]
-        state = RunState(config=config, suppressions=suppressions)
+        state = RunState(config=config, suppressions=suppressions, source=source, source_module=module)
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False
@@ -152,7 +152,7 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 module, wrapper, pass_changed = result, None, True
         fixed.extend(f for f in state.findings if f.fixed)
         if not pass_changed:
-            return module, fixed + [f for f in state.findings if not f.fixed]
+            return module, fixed + [f for f in state.findings if not f.fixed], source
         source = module.code
         if suppressions.by_line:  # line numbers moved: read the comments again
             suppressions = read_suppressions(source)

@@ -71,6 +71,8 @@ class RunState:
     changed: bool = False
     device_used: bool = False  # a fix referenced the shared device variable
     analysed: tuple | None = None  # (module, facts...) cached while the tree is unchanged
+    source: str = ""  # the text of ``source_module``, the tree the pass started from
+    source_module: cst.Module | None = None
 
 
 class Rule(VisitorBasedCodemodCommand):
@@ -125,6 +127,12 @@ class Rule(VisitorBasedCodemodCommand):
         _, self.facts, self.device_definitions, self.torch_alias, self.shared_name, placement = cached
         self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name, *placement)
         return True
+
+    def module_text(self, module: cst.Module) -> str:
+        """``module.code`` without a whole-module codegen when the engine already holds the text."""
+        if module is self.state.source_module:
+            return self.state.source
+        return module.code
 
     def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The device expression for ``node`` (an original node), or None where none is safe."""

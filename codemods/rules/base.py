@@ -21,9 +21,9 @@ from ..analysis.names import torch_module_alias
 from ..analysis.tree import mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
+from ..findings import Finding, Safety
 from ..suppression import Suppressions
 
-Safety = Literal["safe", "unsafe", "report"]
 STATE_KEY = "devmod"
 
 
@@ -40,25 +40,6 @@ class Invalid:
 
     code: str
     expected: str | None = None
-
-
-@dataclass(frozen=True)
-class Finding:
-    code: str
-    name: str
-    line: int
-    column: int
-    message: str
-    fixed: bool
-    safety: Safety
-    replacement: str | None = None  # what an unapplied unsafe fix would write
-
-    def format(self, path: str) -> str:
-        status = "fixed" if self.fixed else ("unsafe fix available, use --unsafe-fixes" if self.replacement is not None else "not fixed")
-        text = f"{path}:{self.line}:{self.column}: {self.code} {self.message} [{status}]"
-        if self.replacement is not None and not self.fixed:
-            text += "\n    would write: " + self.replacement.strip().replace("\n", "\n    ")
-        return text
 
 
 @dataclass

@@ -190,5 +190,13 @@ def _register_verify() -> None:
 
 _register_verify()
 
+
+def _register_review() -> None:
+    from .review.command import review  # the GitHub client itself is imported only when needed
+    main.add_command(review)
+
+
+_register_review()
+
 if __name__ == "__main__":  # pragma: no cover
     main()

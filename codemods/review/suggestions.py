@@ -125,6 +125,25 @@ def line_fixes(path: str, before: str, after: str, findings: Sequence[Finding]) 
     return fixes
 
 
+def output_line_map(before: str, after: str):
+    """Map a line of the rewritten text to the original line it came from.
+
+    The engine reports unfixed findings from its last pass, in the rewritten text's lines;
+    the pull request's head has the original lines. A line inside a changed run maps to the
+    start of the run it replaced.
+    """
+    old_lines, new_lines = before.splitlines(), after.splitlines()
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    opcodes = matcher.get_opcodes()
+
+    def to_source(line: int) -> int:
+        for tag, i1, i2, j1, j2 in opcodes:
+            if j1 < line <= j2 or (j1 == j2 and line == j1 + 1):
+                return i1 + (line - j1) if tag == "equal" else i1 + 1
+        return line
+    return to_source
+
+
 def _defines_device(new: list[str], old: list[str]) -> bool:
     added = [line for line in new if line not in old]
     return any(_DEVICE_DEFINITION.match(line) for line in added)
@@ -172,11 +191,18 @@ def why_sentence(code: str) -> str:
         return ""
     doc = rule.documentation()
     match = re.search(r"Why:\s*(.+?)(?:\n\s*\n|$)", doc, re.S)
+    if not match:  # no "Why:" section: the first paragraph after the title line explains it
+        paragraphs = [p for p in re.split(r"\n\s*\n", doc) if p.strip()]
+        match = re.match(r"(.+)", paragraphs[1], re.S) if len(paragraphs) > 1 else None
     if not match:
         return rule.SUMMARY
-    paragraph = " ".join(match.group(1).split())
-    sentence = re.split(r"(?<=[.!?])\s+(?=[A-Z`(])", paragraph, maxsplit=1)[0]
-    return sentence if sentence.endswith((".", "!", "?")) else sentence + "."
+    paragraph = re.sub(r"``(.+?)``", r"`\1`", " ".join(match.group(1).split()))  # reST literals -> Markdown
+    sentence = paragraph
+    for end in re.finditer(r"(?:(?<=[.!?])|(?<=[.!?]\"))\s+(?=[A-Z`(])", paragraph):
+        if paragraph[:end.start()].count('"') % 2 == 0:  # not inside a quoted error message
+            sentence = paragraph[:end.start()]
+            break
+    return sentence if sentence.rstrip("\"").endswith((".", "!", "?")) else sentence + "."
 
 
 def rule_error(code: str) -> str:

@@ -116,7 +116,8 @@ def _print_reports(reports: list[FileReport], mode: str, output_format: str, ver
     for report in reports:
         if report.error:
             line, column, reason = report.error.split(":", 2)
-            click.echo(f"{report.path}:{line}:{column}: error: {reason.strip()}", err=True)
+            where = f"{report.path}:cell-{report.error_cell}" if report.error_cell else report.path
+            click.echo(f"{where}:{line}:{column}: error: {reason.strip()}", err=True)
         if output_format == "json":
             continue
         if report.diff:
@@ -161,7 +162,7 @@ def _summary(reports: list[FileReport], mode: str) -> str:
 
 def _as_json(report: FileReport) -> dict:
     return {"path": report.path, "changed": report.changed, "error": report.error, "diff": report.diff or None,
-            "findings": [dict(code=f.code, name=f.name, line=f.line, column=f.column, message=f.message,
+            "findings": [dict(code=f.code, name=f.name, cell=f.cell, line=f.line, column=f.column, message=f.message,
                               fixed=f.fixed, safety=f.safety, replacement=f.replacement)
                          for f in report.findings]}
 

@@ -69,6 +69,10 @@ The same simulation runs a pytest suite: pytest -p codemods.pytest_plugin
 def verify(ctx: click.Context, script: str, args: tuple[str, ...], mode: str | None, compare: bool,
            as_json: bool, show_traceback: bool) -> None:
     simulate = _choose_simulation(ctx, mode)
+    if script.endswith(".ipynb"):  # the code cells run in order; errors name the cell
+        from ..notebook_verify import verify_notebook
+
+        ctx.exit(verify_notebook(script, args, simulate, compare, as_json, show_traceback))
     if compare:
         ctx.exit(_compare(script, args, simulate, as_json))
     from .runner import run_script

@@ -90,9 +90,11 @@ def read_notebook(text: str) -> Any:
     import nbformat
 
     try:
-        notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        json.loads(text)  # for the line and column of a JSON mistake, which nbformat's error lacks
     except json.JSONDecodeError as exc:
         raise NotebookError(f"cannot read notebook: invalid JSON ({exc.msg})", None, exc.lineno, exc.colno) from exc
+    try:
+        notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
     except Exception as exc:  # nbformat raises its own reader errors for non-notebook JSON
         raise NotebookError(f"cannot read notebook: {exc}") from exc
     if notebook.get("nbformat") != 4:

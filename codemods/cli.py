@@ -61,8 +61,9 @@ def main() -> None:
 @click.option("--device-style", type=click.Choice(DEVICE_STYLES),
               help="How the shared device is chosen: cuda (default), cuda-mps, accelerator.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text",
-              show_default=True, help="How findings are printed (json and github for bots and CI).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "sarif"]), default="text",
+              show_default=True, help="How findings are printed (json and github for bots and CI; sarif for "
+                                      "GitHub code scanning, which writes nothing, like --diff).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every fix applied.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
@@ -95,6 +96,8 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     config = config.with_overrides(select=select or None, ignore=(config.ignore + ignore) if ignore else None,
                                    unsafe_fixes=unsafe_fixes, device_name=device_name, device_style=device_style)
     mode = "diff" if show_diff else "check" if check else "write"
+    if output_format == "sarif" and mode == "write":  # a report on the code as it is, fixes included
+        mode = "diff"
     # pyproject.toml globs are relative to its folder, so they mean the same from any working
     # directory; --exclude globs (bare strings) are relative to the current directory.
     project_dir = os.path.dirname(config.source) if config.source else os.getcwd()
@@ -113,12 +116,15 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
 def _print_reports(reports: list[FileReport], mode: str, output_format: str, verbose: bool, quiet: bool) -> None:
     if output_format == "json":
         click.echo(json.dumps([_as_json(r) for r in reports], indent=2))
+    if output_format == "sarif":
+        from .formats.sarif import sarif_document
+        click.echo(json.dumps(sarif_document(reports), indent=2, ensure_ascii=False))
     for report in reports:
         if report.error:
             line, column, reason = report.error.split(":", 2)
             where = f"{report.path}:cell-{report.error_cell}" if report.error_cell else report.path
             click.echo(f"{where}:{line}:{column}: error: {reason.strip()}", err=True)
-        if output_format == "json":
+        if output_format in ("json", "sarif"):
             continue
         if report.diff:
             _echo_diff(report.diff)

@@ -450,3 +450,18 @@ def process_notebook(path: str, config: Config, mode: str) -> FileReport:
             report.error = f"0:0: cannot write: {exc.strerror or exc}"
             report.changed = False
     return report
+
+
+def file_line(text: str, cell: int, line: int) -> int:
+    """The line of the notebook file (1-based) that holds line ``line`` of cell ``cell`` (both
+    1-based): where code scanning and annotations, which see the JSON, should point."""
+    spans = source_spans(text)
+    span = spans[cell - 1] if 0 < cell <= len(spans) else None
+    if span is None:
+        return 1
+    start, end = span
+    if text[start] == "[":
+        items = _items(text, start)
+        if items:
+            start = items[min(max(line, 1), len(items)) - 1][0]
+    return text.count("\n", 0, start) + 1

@@ -396,6 +396,14 @@ def _indent_unit(text: str) -> str:
     return match.group(1) if match else " "
 
 
+def cell_diff(result: NotebookResult, path: str) -> str:
+    """A unified diff per changed cell, labelled ``a/nb.ipynb:cell-3`` (1-based, all cells counted)."""
+    from .driver import unified_diff
+
+    return "".join(unified_diff(*_for_display(result.before[i], result.sources[i]), f"{path}:cell-{i + 1}")
+                   for i in sorted(result.sources))
+
+
 def _for_display(before: str, after: str) -> tuple[str, str]:
     """Jupyter stores a cell without its last newline; a diff need not say so on every hunk."""
     if not before.endswith("\n") and not after.endswith("\n"):
@@ -406,7 +414,7 @@ def _for_display(before: str, after: str) -> tuple[str, str]:
 # -- `devmod apply` on one notebook -------------------------------------------------------------
 def process_notebook(path: str, config: Config, mode: str) -> FileReport:
     """The driver's process_file for a .ipynb: diff hunks are labelled by cell (``a/nb.ipynb:cell-3``)."""
-    from .driver import FileReport, unified_diff
+    from .driver import FileReport
     from .source_file import write_atomic
 
     report = FileReport(path)
@@ -441,8 +449,7 @@ def process_notebook(path: str, config: Config, mode: str) -> FileReport:
         return report
     report.changed = True
     if mode == "diff":
-        report.diff = "".join(unified_diff(*_for_display(result.before[i], result.sources[i]), f"{path}:cell-{i + 1}")
-                              for i in sorted(result.sources))
+        report.diff = cell_diff(result, path)
     elif mode == "write":
         try:
             write_atomic(path, result.output.encode("utf-8"))

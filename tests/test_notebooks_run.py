@@ -95,3 +95,12 @@ def test_a_real_jupyter_kernel_runs_the_rewritten_notebook(tmp_path: Path) -> No
                    for out in cell.outputs)
     assert "setting up" in text and "Wall time" in text  # the shell escape and %%time ran
     assert "done torch.Size([1, 2]) cpu" in text
+
+
+def test_the_notebook_example_fails_before_and_runs_clean_after(tmp_path: Path) -> None:
+    path = Path(shutil.copy(HERE.parent / "examples" / "22_colab_training.ipynb", tmp_path / "22.ipynb"))
+    code, _, err = run("verify", "--simulate", str(path))
+    assert code == 3 and f"{path}:cell-6:5: device error" in err and "DM203" in err
+    assert run("apply", str(path))[0] == 0
+    code, _, err = run("verify", "--simulate", str(path))
+    assert code == 0 and "model parameters on cuda:0" in err

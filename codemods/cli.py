@@ -72,7 +72,8 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
           verbose: bool, quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
-    Folders are searched for *.py, skipping .git, virtual environments, __pycache__,
+    Folders are searched for *.py and *.ipynb (notebooks: the code cells are
+    rewritten as one program, IPython lines kept as they are), skipping .git, virtual environments, __pycache__,
     build/, dist/ and what .gitignore excludes. Files that do not use torch are never
     touched. Settings come from [tool.devmod] in the nearest pyproject.toml;
     flags override them.

@@ -23,6 +23,10 @@ is unchanged. Put the script's own arguments after `--`:
 \b
     devmod verify train.py -- --epochs 1 --batch-size 8
 
+A notebook (.ipynb) runs its code cells in order as one script from its own
+folder (IPython lines such as !pip are skipped); a device error names the cell
+and the line in it: train.ipynb:cell-6:5.
+
 Where it runs: on the real GPU when torch.cuda.is_available() is True, else on a
 simulated cuda:0. The simulation needs no GPU and no CUDA build of PyTorch:
 torch.cuda.is_available() returns True, every tensor carries a virtual device

@@ -26,6 +26,7 @@ import ast
 import dataclasses
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -94,7 +95,9 @@ def read_notebook(text: str) -> Any:
     except json.JSONDecodeError as exc:
         raise NotebookError(f"cannot read notebook: invalid JSON ({exc.msg})", None, exc.lineno, exc.colno) from exc
     try:
-        notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        with warnings.catch_warnings():  # nbformat warns about cell ids it would add; devmod adds none
+            warnings.simplefilter("ignore")
+            notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
     except Exception as exc:  # nbformat raises its own reader errors for non-notebook JSON
         raise NotebookError(f"cannot read notebook: {exc}") from exc
     if notebook.get("nbformat") != 4:
@@ -277,14 +280,16 @@ def write_sources(text: str, notebook: Any, sources: dict[int, str]) -> str:
     """``text`` with the given cells' sources replaced, every other byte kept."""
     import nbformat
 
-    canonical = nbformat.writes(notebook)
-    if text in (canonical, canonical + "\n"):
-        # Written by Jupyter itself: nbformat reproduces every byte, so it may write the result.
-        for index, source in sources.items():
-            notebook.cells[index].source = source
-        output = nbformat.writes(notebook) + text[len(canonical):]
-    else:
-        output = _splice_sources(text, sources)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        canonical = nbformat.writes(notebook)
+        if text in (canonical, canonical + "\n"):
+            # Written by Jupyter itself: nbformat reproduces every byte, so it may write the result.
+            for index, source in sources.items():
+                notebook.cells[index].source = source
+            output = nbformat.writes(notebook) + text[len(canonical):]
+        else:
+            output = _splice_sources(text, sources)
     _check_only_sources_changed(text, output, sources)
     return output
 

@@ -56,7 +56,7 @@ def devmod(*args: str) -> tuple[int, str, str]:
 
 
 def sarif(*args: str) -> dict:
-    code, out, err = devmod("apply", "--format", "sarif", *args)
+    code, out, err = devmod("apply", "-j", "1", "--format", "sarif", *args)
     assert code in (0, 2), err
     return json.loads(out)
 
@@ -75,8 +75,8 @@ def test_output_validates_against_the_official_schema(project: Path, validator) 
 
 def test_one_result_per_finding_with_the_rule_metadata(project: Path) -> None:
     log = sarif(".")
-    findings = [(Path(r["path"]).name, f["code"]) for r in json.loads(devmod("apply", "--check", "--format",
-                                                                              "json", ".")[1])
+    findings = [(Path(r["path"]).name, f["code"])
+                for r in json.loads(devmod("apply", "-j", "1", "--check", "--format", "json", ".")[1])
                 for f in r["findings"]]
     run = log["runs"][0]
     results = [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["ruleId"]) for r in run["results"]]

@@ -43,6 +43,7 @@ class StringDevice(Rule):
     ERROR = "RuntimeError: Found no NVIDIA driver on your system / Expected all tensors to be on the same device"
     TRIGGERS = ("cuda",)
     ORDER = 10
+    REPLACES_CUDA = True
 
     def visit_Module(self, node: cst.Module) -> bool:
         super().visit_Module(node)

@@ -195,10 +195,18 @@ def test_comments_and_indentation_kept():
 
 def test_global_loader_in_a_function_uses_the_shared_device():
     source = ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n\n"
-              "def train(model):\n    for x, y in loader:\n        model(x)\n")
+              "def train(model):\n    for x, y in loader:\n        model(x)\n\n"
+              "if __name__ == \"__main__\":\n    train(net)\n")
     out = run(source).output
     assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in out
     assert "        x, y = x.to(device), y.to(device)\n" in out
+
+
+def test_a_function_no_driver_code_calls_is_left_alone():
+    # Library code: whoever calls train() decides where the model and the batches live.
+    source = ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n\n"
+              "def train(model):\n    for x, y in loader:\n        model(x)\n")
+    assert run(source).output == source
 
 
 def test_script_with_all_rules():
@@ -230,16 +238,18 @@ def test_script_with_all_rules():
             train(model, loader, optimizer, device)
             for x, y in loader:
                 print(model(x).argmax(1) == y)
+
+        if __name__ == "__main__":
+            main()
         """)
     out = run(source, all_rules=True).output
     assert "    model = Net().to(device)\n" in out
     assert "        x, y = x.to(device), y.to(device)\n        optimizer.zero_grad()" in out
     assert "        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n" in out
     assert "torch.randn(16, 4)," in out  # dataset tensors stay on the CPU
-    namespace: dict = {}
     with warnings.catch_warnings():  # pin_memory without an accelerator warns
         warnings.simplefilter("ignore")
-        exec(compile(out + "\nmain()\n", "<devmod>", "exec"), namespace)
+        exec(compile(out, "<devmod>", "exec"), {"__name__": "__main__"})
 
 
 @pytest.mark.parametrize("kind", ["VALID", "INVALID"])

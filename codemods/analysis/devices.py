@@ -251,10 +251,9 @@ class DeviceLookup:
         if place.kind is ScopeKind.OTHER_METHOD:
             return None  # unknown objects: no safe guess
         functions = list(self._enclosing_functions(node))
-        for function in functions:
-            local = self._function_device_name(function)
-            if local:
-                return cst.Name(local)
+        local = self.local_device(node)
+        if local:
+            return cst.Name(local)
         if place.kind is ScopeKind.FUNCTION and not replaces_cuda:
             outer = functions[-1]
             if not (outer.name.value in self.role.driver_functions and self._uses_device(outer)):
@@ -269,6 +268,10 @@ class DeviceLookup:
                 and line_of(self.metadata, node) < self.defined_from:
             return None
         return cst.Name(self.shared_name)
+
+    def local_device(self, node: cst.CSTNode) -> str | None:
+        """The device parameter (or local device) of a function around ``node``, if any."""
+        return next(filter(None, map(self._function_device_name, self._enclosing_functions(node))), None)
 
     def _in_main_block(self, node: cst.CSTNode) -> bool:
         return any(is_main_guard(parent) for parent in ancestors(self.metadata, node))

@@ -75,9 +75,30 @@ def test_loader_assigned_from_aliases_and_factories():
 
 def test_dict_batches():
     for use in ('model(batch["x"])', "model(**batch)", "model(batch.get('x'))",
-                "for k, v in batch.items():\n    print(k)"):
+                "for k, v in batch.items():\n    model(v)"):
         out, _ = loop("batch in loader", use + "\n")
         assert out.startswith("batch = {k: v.to(device) for k, v in batch.items()}\n"), use
+
+
+def test_a_loop_that_feeds_no_model_is_left_alone():
+    # Data statistics on the CPU: the caller may call .numpy() on the result.
+    source = textwrap.dedent("""\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        def mean_of(loader):
+            total = torch.zeros(4)
+            for x, _ in loader:
+                total += x.sum(0)
+            return total
+
+        if __name__ == "__main__":
+            loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.zeros(8)), batch_size=4)
+            model = torch.nn.Linear(4, 1).cuda()
+            print(mean_of(loader).numpy())
+        """)
+    out = run(source, all_rules=True).output
+    assert "total = torch.zeros(4)\n" in out and "x.to(" not in out
 
 
 def test_tensor_batch():

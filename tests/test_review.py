@@ -381,3 +381,21 @@ def test_a_short_secondary_rate_limit_is_waited_out(pr_repo, github):
     assert result.exit_code == 0, result.output
     assert len(github.posted_reviews()) == 1
     assert sum(1 for m, p, _ in github.requests if m == "POST" and p.endswith("/reviews")) == 2
+
+
+def test_a_clean_pull_request_gets_no_review(pr_repo, github):
+    repo, base, _ = pr_repo
+    clean = transform_source_output(HEAD.replace('torch.set_default_tensor_type("torch.cuda.FloatTensor")\n', ""))
+    (repo / "train.py").write_text(clean)
+    git(repo, "commit", "-qam", "fixed")
+    head = git(repo, "rev-parse", "HEAD")
+    assert git(repo, "diff", "--stat", f"{base}...{head}")  # the PR changes train.py, correctly
+    result = run_review(repo, github, base, head)
+    assert result.exit_code == 0
+    assert "no device problems in this pull request; no review posted" in result.output
+    assert github.posted_reviews() == []
+
+
+def transform_source_output(text: str) -> str:
+    from codemods.engine import transform_source
+    return transform_source(text).output

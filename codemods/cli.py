@@ -136,7 +136,10 @@ def _print_reports(reports: list[FileReport], mode: str, output_format: str, ver
         for finding in report.findings:
             if finding.fixed and not verbose:
                 continue
-            if output_format == "github" and not finding.fixed:
+            if output_format == "github" and not finding.fixed and finding.cell is not None:
+                from .notebooks import annotation
+                click.echo(annotation(report.path, finding))
+            elif output_format == "github" and not finding.fixed:
                 click.echo(f"::warning file={report.path},line={finding.line},col={finding.column},"
                            f"title={finding.code}::{finding.message}")
             else:

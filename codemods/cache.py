@@ -83,27 +83,31 @@ class Cache:
         self.hits = self.misses = 0
         index_key = hashlib.sha256(f"{self.settings}|{os.getcwd()}".encode()).hexdigest()[:32]
         self._index_path = self.root / "index" / f"{index_key}.pickle"
-        self._index: dict[str, tuple[int, int, str]] = self._load(self._index_path) or {}
+        self._index: dict[str, tuple[int, int, str, str]] = self._load(self._index_path) or {}
         self._index_dirty = False
         self._written = 0
 
     # -- keys ------------------------------------------------------------------------------
-    def key(self, path: str, data: bytes) -> str:
-        return self.make_key(self.settings, path, data)
+    def key(self, path: str, data: bytes, extra: str = "") -> str:
+        return self.make_key(self.settings, path, data, extra)
 
     @staticmethod
-    def make_key(settings: str, path: str, data: bytes) -> str:
-        """The key of ``data`` read from ``path`` (computed where the file is read, a worker too)."""
+    def make_key(settings: str, path: str, data: bytes, extra: str = "") -> str:
+        """The key of ``data`` read from ``path`` (computed where the file is read, a worker too);
+        ``extra``: anything else the result depends on (what the project index says of the file)."""
         digest = hashlib.sha256(settings.encode())
         digest.update(os.path.abspath(path).encode("utf-8", "surrogateescape"))
+        digest.update(b"\0")
+        digest.update(extra.encode("utf-8", "surrogateescape"))
         digest.update(b"\0")
         digest.update(data)
         return digest.hexdigest()
 
-    def known_key(self, path: str) -> str | None:
-        """The key of ``path`` if its size and mtime are what was recorded (the file is not read)."""
+    def known_key(self, path: str, extra: str = "") -> str | None:
+        """The key of ``path`` if its size and mtime (and ``extra``) are what was recorded (the
+        file is not read)."""
         seen = self._index.get(os.path.abspath(path))
-        if seen is None:
+        if seen is None or len(seen) != 4 or seen[3] != extra:
             return None
         try:
             stat = os.stat(path)
@@ -120,14 +124,15 @@ class Cache:
         self.misses += 1
         return None
 
-    def put(self, path: str, key: str, outcome: Outcome, stat: os.stat_result | None = None) -> None:
+    def put(self, path: str, key: str, outcome: Outcome, stat: os.stat_result | None = None,
+            extra: str = "") -> None:
         """Store ``outcome``; ``stat`` (taken when the bytes were read) lets the next run skip reading."""
         self._write(self._entry_path(key), outcome)
         self._written += 1
         if stat is not None:
-            self.remember(path, key, stat)
+            self.remember(path, key, stat, extra)
 
-    def remember(self, path: str, key: str, stat: os.stat_result | None = None) -> None:
+    def remember(self, path: str, key: str, stat: os.stat_result | None = None, extra: str = "") -> None:
         """Record ``path``'s size and mtime for ``key``, unless it changed too recently to trust."""
         if stat is None:
             try:
@@ -136,7 +141,7 @@ class Cache:
                 return
         if time.time() - stat.st_mtime_ns / 1e9 < RACY_SECONDS:
             return
-        self._index[os.path.abspath(path)] = (stat.st_size, stat.st_mtime_ns, key)
+        self._index[os.path.abspath(path)] = (stat.st_size, stat.st_mtime_ns, key, extra)
         self._index_dirty = True
 
     def close(self) -> None:

@@ -46,10 +46,10 @@ model = build().cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
 
-def train(loader):
-    for x, y in loader:
-        loss = (model(x) - y).pow(2).mean()
-        loss.backward()
+loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+for x, y in loader:
+    loss = (model(x) - y).pow(2).mean()
+    loss.backward()
 
 
 torch.set_default_tensor_type("torch.cuda.FloatTensor")
@@ -130,7 +130,7 @@ def test_one_review_with_exact_suggestions_and_out_of_diff_fallback(pr_repo, git
     assert suggestion("model = build().to(device)\n") in cuda
     assert "DM103 cuda-call](https://github.com/devmod/devmod/blob/main/docs/rules.md#dm103-cuda-call)" in cuda
     assert "Prevents `AssertionError: Torch not compiled with CUDA enabled`" in cuda
-    assert suggestion("    for x, y in loader:\n        x, y = x.to(device), y.to(device)\n") in loop
+    assert suggestion("for x, y in loader:\n    x, y = x.to(device), y.to(device)\n") in loop
     assert "DM203 batch-to-device" in loop and "Expected all tensors to be on the same device" in loop
     assert "```suggestion" not in default and "DM402 default-tensor-type" in default  # report only: plain
     for body in (cuda, loop, default):
@@ -185,7 +185,7 @@ def test_422_on_one_comment_moves_only_that_one_into_the_body(pr_repo, github):
     assert [c["line"] for c in reviews[0]["comments"]] == [22, 32]
     body = reviews[0]["body"]
     assert "DM203 in <code>train.py</code> (after line 27) (GitHub refused a comment on these lines)" in body
-    assert "+        x, y = x.to(device), y.to(device)\n" in body
+    assert "+    x, y = x.to(device), y.to(device)\n" in body
     assert not [r for r in github.reviews if r["state"] == "PENDING"]  # probes were deleted
     assert "finding the comments it rejects" in result.output
 
@@ -322,3 +322,80 @@ def test_server_validation_catches_a_bad_body(github):
     with pytest.raises(Exception):
         client.github.request("POST", "/repos/acme/trainer/pulls/1/reviews", json={"event": "COMMENT", "bogus": 1})
     assert len(github.invalid) == 2
+
+
+MORE = '''
+
+net = build()
+if torch.cuda.is_available():
+    net = net.cuda()
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.parts = [nn.Linear(2, 2), nn.Linear(2, 2)]
+'''
+
+
+def test_a_multi_line_fix_and_an_unsafe_fix(pr_repo, github):
+    repo, base, _ = pr_repo
+    (repo / "train.py").write_text(HEAD + MORE)
+    git(repo, "commit", "-qam", "more")
+    head = git(repo, "rev-parse", "HEAD")
+    assert run_review(repo, github, base, head).exit_code == 0
+    assert github.invalid == []
+    comments = {c["line"]: c for c in github.posted_reviews()[0]["comments"]}
+    guard = comments[37]  # lines 36-37: the CUDA guard collapses into one line
+    assert (guard["start_line"], guard["start_side"], guard["side"]) == (36, "RIGHT", "RIGHT")
+    assert suggestion("net = net.to(device)\n") in guard["body"] and "DM103 cuda-call" in guard["body"]
+    unsafe = comments[43]
+    assert "start_line" not in unsafe and "DM305 module-container" in unsafe["body"]
+    assert "**Unsafe fix**" in unsafe["body"]
+    assert suggestion("        self.parts = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)])\n") in unsafe["body"]
+    assert "**Unsafe fix**" not in comments[22]["body"]
+
+
+def test_a_file_that_cannot_be_parsed_is_reported_once(pr_repo, github):
+    repo, base, _ = pr_repo
+    (repo / "broken.py").write_text("import torch\ndef f(:\n")
+    git(repo, "add", "broken.py")
+    git(repo, "commit", "-qm", "broken")
+    head = git(repo, "rev-parse", "HEAD")
+    first = run_review(repo, github, base, head)
+    assert first.exit_code == 2
+    assert "broken.py:2:7: error: cannot parse" in first.output
+    body = github.posted_reviews()[0]["body"]
+    assert "Files devmod could not process:\n- `broken.py`: 2:7: cannot parse" in body
+    assert len(github.posted_reviews()[0]["comments"]) == 3  # the other file is still reviewed
+    second = run_review(repo, github, base, head)
+    assert second.exit_code == 2 and "nothing new to post" in second.output
+    assert len(github.posted_reviews()) == 1
+
+
+def test_a_short_secondary_rate_limit_is_waited_out(pr_repo, github):
+    repo, base, head = pr_repo
+    github.faults.append(Fault("POST", r"/reviews$", 403, headers={"retry-after": "2"},
+                               body={"message": "You have exceeded a secondary rate limit"}))
+    result = run_review(repo, github, base, head)
+    assert result.exit_code == 0, result.output
+    assert len(github.posted_reviews()) == 1
+    assert sum(1 for m, p, _ in github.requests if m == "POST" and p.endswith("/reviews")) == 2
+
+
+def test_a_clean_pull_request_gets_no_review(pr_repo, github):
+    repo, base, _ = pr_repo
+    clean = transform_source_output(HEAD.replace('torch.set_default_tensor_type("torch.cuda.FloatTensor")\n', ""))
+    (repo / "train.py").write_text(clean)
+    git(repo, "commit", "-qam", "fixed")
+    head = git(repo, "rev-parse", "HEAD")
+    assert git(repo, "diff", "--stat", f"{base}...{head}")  # the PR changes train.py, correctly
+    result = run_review(repo, github, base, head)
+    assert result.exit_code == 0
+    assert "no device problems in this pull request; no review posted" in result.output
+    assert github.posted_reviews() == []
+
+
+def transform_source_output(text: str) -> str:
+    from codemods.engine import transform_source
+    return transform_source(text).output

@@ -9,11 +9,10 @@ import sys
 import click
 
 from ..config import ConfigError, find_pyproject, load_config
-from ..rules import all_rules
 from .errors import GitHubApiError
 from .event import EventError, Target, environment, read_target
 from .gitdiff import GitError, git, resolve
-from .suggestions import RULES_DOC_URL
+from . import RULES_DOC_URL  # the engine and its rules are imported only when a review runs
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -79,6 +78,7 @@ def review(paths: tuple[str, ...], mode: str, repo: str | None, pr: int | None, 
     if not target.token and not dry_run:
         _fail("no GitHub token: set GITHUB_TOKEN (in a workflow: `env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}`), "
               "or use --dry-run to print the review without sending it")
+    from ..rules import all_rules
     try:
         config = load_config(find_pyproject([root]), [r.CODE for r in all_rules()])
     except ConfigError as exc:
@@ -121,11 +121,17 @@ def _review(target: Target, root: str, paths: list[str], config, excludes: list[
         _fail(str(exc))
     except GitHubApiError as exc:
         _fail(str(exc))
+    for result in analysis.results:
+        if result.error:
+            line, column, reason = result.error.split(":", 2)
+            click.echo(f"{result.path}:{line}:{column}: error: {reason.strip()}", err=True)
     click.echo(plan.summary, err=True)
     from .payload import review_request
     request = review_request(plan, head, fail_on_findings)
     already = len(plan.posted & {e.key for e in plan.entries})
-    if not plan.worth_posting:
+    if not plan.worth_posting and not plan.entries and not plan.errors:
+        click.echo("devmod: no device problems in this pull request; no review posted", err=True)
+    elif not plan.worth_posting:
         click.echo(f"devmod: nothing new to post ({already} already on the pull request)", err=True)
     elif dry_run:
         where = f"{target.api_url}/repos/{target.full_name}/pulls/{target.number or '<number>'}/reviews"

@@ -45,10 +45,10 @@ def test_a_worker_that_dies_costs_only_its_file(tmp_path, monkeypatch):
     paths = sorted(str(p) for p in _tree(tmp_path, 8).iterdir())
     original = driver.transform_source
 
-    def die_on_m3(source, path, config):
+    def die_on_m3(source, path, config, **kwargs):
         if path.endswith("m3.py"):
             os._exit(1)  # a hard crash: no exception, the worker process is gone
-        return original(source, path, config)
+        return original(source, path, config, **kwargs)
     monkeypatch.setattr(driver, "transform_source", die_on_m3)
     reports = list(driver.process_files(paths, Config(), "check", jobs=2))
     failed = {os.path.basename(r.path): r.error for r in reports if r.error}

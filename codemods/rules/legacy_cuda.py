@@ -94,6 +94,7 @@ class LegacyCuda(Rule):
     ERROR = "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same"
     TRIGGERS = ("Tensor", "Variable")
     ORDER = 15
+    REPLACES_CUDA = True
 
     # -- planning -------------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool:
@@ -105,7 +106,8 @@ class LegacyCuda(Rule):
         self._variable_refs: dict[cst.ImportAlias, set[cst.Name]] = {}
         self._variable_import_of_use: dict[cst.Name, cst.ImportAlias] = {}
         self._has_torch = torch_module_alias(node) is not None
-        self._default_dtype_changed = "set_default_dtype" in node.code or "set_default_tensor_type" in node.code
+        text = self.module_text(node)
+        self._default_dtype_changed = "set_default_dtype" in text or "set_default_tensor_type" in text
         self._plan_aliases(node)
         self._plan_variable_imports(node)
         return True

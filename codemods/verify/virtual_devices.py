@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterator
 
 import torch
@@ -9,23 +10,47 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 CPU = "cpu"
 CUDA = "cuda:0"
+GPUS_VARIABLE = "DEVMOD_SIMULATED_GPUS"  # how many GPUs the simulated machine has (default 1)
+_GPU_NAMES: tuple[str, ...] = (CUDA,)
+
+
+def set_gpu_count(count: int) -> None:
+    """Give the simulated machine ``count`` GPUs (``cuda:0`` ... ``cuda:{count-1}``)."""
+    global _GPU_NAMES
+    _GPU_NAMES = tuple(f"cuda:{i}" for i in range(max(1, count)))
+
+
+def gpu_count() -> int:
+    return len(_GPU_NAMES)
+
+
+def gpu_count_from_environment() -> int:
+    try:
+        return max(1, int(os.environ.get(GPUS_VARIABLE, "1")))
+    except ValueError:
+        return 1
 
 
 def invalid_ordinal(device: Any) -> RuntimeError:
-    return RuntimeError(f"CUDA error: invalid device ordinal (the simulated machine has one GPU, cuda:0; "
-                        f"got {device})")
+    return RuntimeError(f"CUDA error: invalid device ordinal (the simulated machine has {len(_GPU_NAMES)} GPU(s), "
+                        f"{', '.join(_GPU_NAMES)}; got {device})")
+
+
+def _ordinal(index: int, shown: Any) -> str:
+    if 0 <= index < len(_GPU_NAMES):
+        return _GPU_NAMES[index]
+    raise invalid_ordinal(shown)
 
 
 def normalize(device: Any) -> str:
-    """``"cuda"``, ``"cuda:0"``, ``0``, ``torch.device("cuda", 0)`` -> ``"cuda:0"``; other devices -> ``"cpu"``.
+    """``"cuda"``, ``"cuda:0"``, ``0``, ``torch.device("cuda", 0)`` -> ``"cuda:0"`` (``"cuda:1"`` ... on a
+    simulated machine with more GPUs); other devices -> ``"cpu"``.
 
-    Raises like CUDA does for an ordinal the one simulated GPU does not have."""
+    Raises like CUDA does for an ordinal the simulated machine does not have."""
     if isinstance(device, bool):
         return CPU
     if isinstance(device, int):  # a bare int is a CUDA ordinal
-        if device != 0:
-            raise invalid_ordinal(f"cuda:{device}")
-        return CUDA
+        return _ordinal(device, f"cuda:{device}")
     if isinstance(device, str):
         if device == "cuda" or device == "cuda:0":  # fast path: the common spellings
             return CUDA
@@ -33,16 +58,14 @@ def normalize(device: Any) -> str:
             return CPU
         device = torch.device(device)
     if isinstance(device, torch.device) and device.type == "cuda":
-        if device.index not in (None, 0):
-            raise invalid_ordinal(device)
-        return CUDA
+        return CUDA if device.index is None else _ordinal(device.index, device)
     return CPU
 
 
 def is_cuda_request(device: Any) -> bool:
     """True when ``device`` names the (simulated) GPU; never raises."""
     try:
-        return device is not None and normalize(device) == CUDA
+        return device is not None and normalize(device) != CPU
     except RuntimeError:
         return True
 

@@ -49,7 +49,7 @@ def test_a_device_bug_fails_only_on_the_simulated_gpu(pytester):
     simulated.assert_outcomes(passed=2, failed=1)
     simulated.stdout.fnmatch_lines([
         "devmod: tests run on a simulated cuda:0*",
-        "*Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!*",
+        "*Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on cuda:0*",
         "FAILED test_user_model.py::test_forward_with_the_batch_left_on_the_cpu*",
     ])
     assert not torch.cuda.is_available()  # the inner session's simulation is gone

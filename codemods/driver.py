@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Literal
 
+from .analysis.project import FileRole, ProjectIndex
 from .config import Config
 from .engine import SourceError, transform_source
 from .rules.base import Finding
@@ -47,7 +48,7 @@ def unified_diff(before: str, after: str, path: str) -> str:
                    for line in lines).replace("\r\n", "\n")
 
 
-def process_file(path: str, config: Config, mode: Mode) -> FileReport:
+def process_file(path: str, config: Config, mode: Mode, role: FileRole | None = None) -> FileReport:
     """Transform one file; in ``write`` mode replace it atomically when it changed."""
     report = FileReport(path)
     try:
@@ -65,7 +66,7 @@ def process_file(path: str, config: Config, mode: Mode) -> FileReport:
         report.error = f"0:0: cannot decode: {exc}"
         return report
     try:
-        result = transform_source(text.text, path, config)
+        result = transform_source(text.text, path, config, role=role)
     except SourceError as exc:
         report.error = f"{exc.line}:{exc.column}: {exc.message}"
         return report
@@ -94,18 +95,22 @@ def process_file(path: str, config: Config, mode: Mode) -> FileReport:
     return report
 
 
-def _process_star(args: tuple[str, Config, Mode]) -> FileReport:
+def _process_star(args: tuple[str, Config, Mode, FileRole | None]) -> FileReport:
     return process_file(*args)
 
 
 def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | None = None) -> Iterator[FileReport]:
     """Reports in input order; a pool only when there is enough work to pay for it."""
     paths = list(paths)
+    # One read of the whole project with ``ast``: which files are imported, which functions
+    # are driver code, which names build models. Every file's rewrite needs it.
+    index = ProjectIndex.around(paths)
+    roles = [index.role_for(p) for p in paths]
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1 or len(paths) < 4:
-        for path in paths:
-            yield process_file(path, config, mode)
+        for path, role in zip(paths, roles):
+            yield process_file(path, config, mode, role)
         return
     chunk = max(1, min(16, len(paths) // (jobs * 4)))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_process_star, [(p, config, mode) for p in paths], chunksize=chunk)
+        yield from pool.map(_process_star, [(p, config, mode, r) for p, r in zip(paths, roles)], chunksize=chunk)

@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper
 
+from .analysis.project import FileRole, ProjectIndex
 from .config import Config
 from .rules import all_rules
 from .rules.base import STATE_KEY, Finding, Rule, RunState
@@ -71,8 +72,12 @@ def _with_shared_device(rules: list[type[Rule]]) -> list[type[Rule]]:
 
 
 def transform_source(source: str, path: str = "<string>", config: Config | None = None,
-                     rules: Sequence[type[Rule]] | None = None) -> TransformResult:
-    """Rewrite ``source``; raises SourceError when it cannot be parsed or the rewrite is broken."""
+                     rules: Sequence[type[Rule]] | None = None, role: FileRole | None = None) -> TransformResult:
+    """Rewrite ``source``; raises SourceError when it cannot be parsed or the rewrite is broken.
+
+    ``role`` is what the project index says about the file (imported by others, which
+    functions are driver code, which names build models); alone, the file is its own project.
+    """
     config = config or Config()
     suppressions = read_suppressions(source)
     if suppressions.skip_file:
@@ -80,7 +85,9 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     if not mentions_torch(source):
         return TransformResult(source, source, skipped="does not use torch")
     module = parse(source)
-    module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source)
+    if role is None:
+        role = ProjectIndex.build([(path, source)]).role_for(path)
+    module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source, role)
     output = module.code
     if output != source:
         try:
@@ -94,7 +101,9 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
 def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], config: Config) -> cst.Module:
     """For libcst's own codemod runner: the same passes on an already parsed module."""
     chosen = _with_shared_device(list(rules))
-    module, _ = _run_passes(module, chosen, config, read_suppressions(module.code), module.code)
+    source = module.code
+    role = ProjectIndex.build([("<module>", source)]).role_for("<module>")
+    module, _ = _run_passes(module, chosen, config, read_suppressions(source), source, role)
     return module
 
 
@@ -122,13 +131,13 @@ def parse(source: str) -> cst.Module:
 
 
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
-                suppressions, source: str) -> tuple[cst.Module, list[Finding]]:
+                suppressions, source: str, role: FileRole) -> tuple[cst.Module, list[Finding]]:
     all_chosen = list(rules)
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
         # Triggers are read from the current text: one rule's fix can make another's apply.
         rules = [r for r in all_chosen if _triggered(r, source)]
-        state = RunState(config=config, suppressions=suppressions)
+        state = RunState(config=config, suppressions=suppressions, role=role)
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False

@@ -19,14 +19,16 @@ from codemods.verify.command import verify  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# A small project: the batch comes from a helper in another module, the model uses .cuda().
-# devmod must rewrite both files for the entry point to run clean.
+# A small project: the model (another module) keeps a plain tensor attribute, which stays on the
+# CPU when the model moves. devmod must rewrite that module, not only the entry point.
 PROJECT = {
     "pyproject.toml": "[project]\nname = 'demo'\nversion = '0'\n",
     "pkg/__init__.py": "",
-    "pkg/data.py": "import torch\n\n\ndef batch():\n    return torch.randn(4, 3)\n",
-    "pkg/train.py": "import sys\n\nimport torch.nn as nn\n\nfrom pkg.data import batch\n\n"
-                    "model = nn.Linear(3, 2).cuda()\nprint(model(batch()).shape, sys.argv[1:])\n",
+    "pkg/model.py": "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+                    "        super().__init__()\n        self.fc = nn.Linear(3, 2)\n        self.scale = torch.ones(2)\n\n"
+                    "    def forward(self, x):\n        return self.fc(x) * self.scale\n",
+    "pkg/train.py": "import sys\n\nimport torch\n\nfrom pkg.model import Net\n\nmodel = Net().cuda()\n"
+                    "x = torch.randn(4, 3).cuda()\nprint(model(x).shape, sys.argv[1:])\n",
     "pkg/__main__.py": "import pkg.train  # noqa: F401\n",
 }
 
@@ -49,8 +51,8 @@ def test_m_runs_a_module_like_python_m_and_reports_its_file(tmp_path, monkeypatc
     result = CliRunner().invoke(verify, ["--simulate", "--json", "-m", "pkg.train", "--", "--epochs", "1"])
     outcome = json.loads(result.stdout)
     assert result.exit_code == 3, result.output
-    assert outcome["location"] == os.path.join("pkg", "train.py") + ":8"
-    assert outcome["source_line"] == "print(model(batch()).shape, sys.argv[1:])"
+    assert outcome["location"] == os.path.join("pkg", "model.py") + ":12"
+    assert outcome["source_line"] == "return self.fc(x) * self.scale" and outcome["rule"] == "DM301"
     assert "pkg" not in sys.modules  # the run's own modules are unloaded again
     assert pycache_in(tmp_path) == []
 
@@ -87,7 +89,7 @@ def test_compare_rewrites_the_whole_project_in_a_copy(tmp_path):
     report = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stderr
     assert report["before"]["kind"] == "device-error" and report["after"]["kind"] == "clean"
-    assert report["files_changed"] == 2  # the helper module as well as the entry point
+    assert report["files_changed"] == 2  # the model's module as well as the entry point
     assert {name: (tmp_path / name).read_text(encoding="utf-8") for name in PROJECT} == before
     assert pycache_in(tmp_path) == []
 

@@ -154,7 +154,7 @@ def _run(shown: str, script: str, argv: Sequence[str], simulate: bool, execute: 
     namespace: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="devmod-children-") as children:
         try:
-            with _script_environment(argv, folder), _child_environment(simulate, children):
+            with _script_environment(argv, folder), child_environment(simulate, children):
                 with (simulated_cuda() if simulate else contextlib.nullcontext()) as sim:
                     namespace = execute()
         except SystemExit as exc:
@@ -174,20 +174,23 @@ _HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_hook
 
 
 @contextlib.contextmanager
-def _child_environment(simulate: bool, children: str) -> Iterator[None]:
+def child_environment(simulate: bool, children: str | None, no_bytecode: bool = True) -> Iterator[None]:
     """What child processes inherit: the startup hook (the simulation, when on, and a record of
-    their device errors), and no ``__pycache__`` written into the user's tree, here or there."""
+    their device errors in ``children``), and (``no_bytecode``) no ``__pycache__`` written into
+    the user's tree, here or there. Everything is restored on exit."""
     saved_env = {k: os.environ.get(k) for k in ("PYTHONPATH", "DEVMOD_SIMULATE_CUDA", "DEVMOD_CHILD_OUTCOMES",
                                                 "PYTHONDONTWRITEBYTECODE")}
     saved_bytecode = sys.dont_write_bytecode
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_HOOK_DIR, saved_env["PYTHONPATH"]) if p)
-    os.environ["DEVMOD_CHILD_OUTCOMES"] = children
-    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    if children is not None:
+        os.environ["DEVMOD_CHILD_OUTCOMES"] = children
+    if no_bytecode:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        sys.dont_write_bytecode = True
     if simulate:
         os.environ["DEVMOD_SIMULATE_CUDA"] = "1"
     else:
         os.environ.pop("DEVMOD_SIMULATE_CUDA", None)
-    sys.dont_write_bytecode = True
     try:
         yield
     finally:

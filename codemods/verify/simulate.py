@@ -20,7 +20,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _device
 
-from .virtual_devices import CPU, CUDA, DeviceTable, gpu_count_from_environment, normalize, set_gpu_count, tensors_in
+from .virtual_devices import CPU, CUDA, DeviceTable, collect_tensors, gpu_count_from_environment, normalize, set_gpu_count, tensors_in
 
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, {0} and {1}!"
 GENERATOR_MISMATCH = "Expected a '{0}' device type for generator but found '{1}'"
@@ -36,6 +36,10 @@ def _device_object(name: str) -> torch.device:
 
 
 _IN_PLACE: dict[Any, bool] = {}
+# Attributes that are not tensors and do not depend on the device: answered by PyTorch directly.
+_PLAIN_ATTRIBUTES = frozenset({"shape", "dtype", "requires_grad", "is_leaf", "ndim", "layout", "names",
+                               "is_sparse", "is_quantized", "is_meta", "is_nested", "grad_fn", "_version",
+                               "output_nr", "itemsize", "nbytes", "is_mkldnn"})
 
 
 def in_place(func: Callable) -> bool:
@@ -102,7 +106,8 @@ class SimulatedCuda(TorchFunctionMode):
     # -- the dispatcher ------------------------------------------------------------------
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         __tracebackhide__ = True  # pytest shows the user's line, not this one
-        kwargs = kwargs or {}
+        if kwargs is None:
+            kwargs = {}
         self.stats.ops += 1
         handler = HANDLERS.get(func)
         if handler is not None:
@@ -112,6 +117,15 @@ class SimulatedCuda(TorchFunctionMode):
             return self._get(func, args)
         if name == "__set__":
             return self._set(func, args)
+        if not kwargs and func not in constructors():
+            # The most common calls: no keyword arguments, tensors straight in args.
+            inputs = collect_tensors(args, [])
+            if not inputs:
+                return func(*args)  # torch.is_grad_enabled(), torch._C._set_grad_enabled(False) ...
+            common = self.check(func, inputs, args[0] if in_place(func) else None)
+            result = func(*args)
+            self.mark_result(result, common, inputs)
+            return result
         return self.generic(func, args, kwargs)
 
     def generic(self, func: Callable, args: tuple, kwargs: dict) -> Any:
@@ -134,9 +148,9 @@ class SimulatedCuda(TorchFunctionMode):
             target = self.default_target()
             if target is not None and target != CPU:
                 kwargs = {**kwargs, "device": "cpu"}
-        inputs = list(tensors_in(args))
+        inputs = collect_tensors(args, [])
         if kwargs:
-            inputs.extend(tensors_in(kwargs))
+            collect_tensors(kwargs, inputs)
         if constructor:
             # torch.tensor([...]) reads values, so tensors inside it don't decide the device;
             # torch.tensor(t) / as_tensor(t) copy t and stay where it is.
@@ -181,7 +195,7 @@ class SimulatedCuda(TorchFunctionMode):
             self.table.set(result, device)
         elif isinstance(result, (tuple, list)):
             seen = {id(t) for t in inputs}
-            for tensor in tensors_in(result):
+            for tensor in collect_tensors(result, []):
                 if id(tensor) not in seen:
                     self.table.set(tensor, device)
 
@@ -192,13 +206,18 @@ class SimulatedCuda(TorchFunctionMode):
         must be on it, except a 0-dim CPU tensor used as an INPUT (a CPU scalar). An output
         (``outputs``: the tensor an in-place op writes, ``out=``) never gets that exemption."""
         __tracebackhide__ = True
-        of = self.table.of
-        devices = [of(tensor) for tensor in inputs]
+        known = self.table._devices  # the table's lookup, inlined: this runs for nearly every call
+        devices = []
         common = CPU
-        for device in devices:
-            if device != CPU:
-                common = device
-                break
+        for tensor in inputs:
+            entry = known.get(id(tensor))
+            if entry is not None and entry[0]() is tensor:
+                device = entry[1]
+                if common is CPU:
+                    common = device
+            else:
+                device = CPU
+            devices.append(device)
         several = len(inputs) > 1
         if several and common != CPU:
             for tensor, device in zip(inputs, devices):
@@ -233,6 +252,8 @@ class SimulatedCuda(TorchFunctionMode):
     def _get(self, func: Callable, args: tuple) -> Any:
         owner = args[0]
         attribute = getattr(getattr(func, "__self__", None), "__name__", "")  # Python properties have none
+        if attribute in _PLAIN_ATTRIBUTES:
+            return func(*args)
         if attribute == "device":
             device = self.table.of(owner)
             return func(*args) if device == CPU else _device_object(device)

@@ -217,7 +217,7 @@ def _autograd_grad(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
 def _check_indices(mode: Any, func: Callable, base: torch.Tensor, index: Any) -> str:
     """CPU indices into a GPU tensor are fine; GPU indices into a CPU tensor are not."""
     base_device = mode.table.of(base)
-    if base_device == CPU:
+    if base_device == CPU and not isinstance(index, (int, slice)):
         for tensor in tensors_in(index):
             if tensor.dim() > 0 and mode.table.of(tensor) != CPU:
                 raise mode.mismatch(func, [base, tensor], INDEX_ON_OTHER_DEVICE)

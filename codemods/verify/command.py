@@ -99,7 +99,7 @@ def verify(ctx: click.Context, script: str | None, args: tuple[str, ...], module
         _usage_error(ctx, f"no such script: {script}" + (" (a folder; give its entry point, or -m MODULE)"
                                                           if os.path.isdir(script) else ""))
     simulate = _choose_simulation(ctx, mode)
-    if script.endswith(".ipynb"):  # the code cells run in order; errors name the cell
+    if not module and script.endswith(".ipynb"):  # the code cells run in order; errors name the cell
         from ..notebook_verify import verify_notebook
 
         ctx.exit(verify_notebook(script, args, simulate, compare, as_json, show_traceback))

@@ -284,6 +284,12 @@ def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
         return True
     if isinstance(node, cst.Call) and _torch_function_of_tensor(metadata, node):
         return True
+    if isinstance(node, cst.UnaryOperation):
+        return is_surely_tensor(metadata, node.expression)
+    if isinstance(node, cst.BinaryOperation) and not any(
+            isinstance(side, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+            for side in (node.left, node.right)):  # ``"%.3f" % t`` is a string
+        return is_surely_tensor(metadata, node.left) or is_surely_tensor(metadata, node.right)
     if isinstance(node, cst.Name):
         scope = metadata[ScopeProvider].get(node)
         if scope is None:

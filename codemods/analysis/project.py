@@ -40,6 +40,7 @@ class FileRole:
     driver_functions: frozenset[str] = frozenset()
     model_names: frozenset[str] = frozenset()
     tensor_helpers: frozenset[str] = frozenset()
+    main_only: frozenset[str] = frozenset()  # driver functions only this file's main block reaches
 
 
 @dataclass
@@ -215,7 +216,7 @@ class ProjectIndex:
         self.imported = {path for s in self.files.values() for m in s.imports
                          for target in self._resolve(m) if (path := target.path) != s.path}
         self.model_classes, self.model_factories = self._models()
-        self.driver = self._driver_functions()
+        self.driver, self._callers = self._driver_functions()
 
     @classmethod
     def build(cls, sources: Iterable[tuple[str, str]]) -> "ProjectIndex":
@@ -266,7 +267,8 @@ class ProjectIndex:
                    if file in self.files and original in self.files[file].tensor_helpers}
         return FileRole(imported=summary.path in self.imported,
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
-                        model_names=frozenset(models), tensor_helpers=frozenset(helpers))
+                        model_names=frozenset(models), tensor_helpers=frozenset(helpers),
+                        main_only=frozenset(self._main_only(summary)))
 
     # -- name resolution -----------------------------------------------------------------------
     def _resolve(self, module: str) -> list[_Summary]:
@@ -323,7 +325,21 @@ class ProjectIndex:
         return classes, factories
 
     # -- driver code -------------------------------------------------------------------------------
-    def _driver_functions(self) -> set[tuple[str, str]]:
+    def _main_only(self, summary: _Summary) -> set[str]:
+        """This file's driver functions that only its own main block reaches (also through
+        each other): a device defined at the top of that block is bound when they run."""
+        found = {f for f in summary.functions if (summary.path, f) in self.driver}
+        changed = True
+        while changed:
+            changed = False
+            for function in list(found):
+                sites = self._callers.get((summary.path, function), set()) - {(summary.path, function)}
+                if not all(path == summary.path and (name == _MAIN or name in found) for path, name in sites):
+                    found.discard(function)
+                    changed = True
+        return found
+
+    def _driver_functions(self) -> tuple[set[tuple[str, str]], dict]:
         """Functions reached from driver code and from nothing else. Start from everything
         reachable, then drop any function loaded elsewhere (or only reached through a
         dropped one) until nothing changes: the set only shrinks, so this ends."""
@@ -351,7 +367,7 @@ class ProjectIndex:
                 if not (reached and pure):
                     driver.discard(function)
                     changed = True
-        return driver
+        return driver, callers
 
 
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")

@@ -142,6 +142,9 @@ def _arithmetic_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
         parent = parents.get(current)
         if isinstance(parent, cst.UnaryOperation):
             current = parent
+        elif isinstance(parent, cst.Comparison) and parent.left is current \
+                and all(_is_number(c.comparator) for c in parent.comparisons):
+            current = parent  # ``torch.rand(1) > 0.5``
         elif isinstance(parent, cst.BinaryOperation):
             other = parent.right if parent.left is current else parent.left
             if not _is_number(other):

@@ -239,7 +239,10 @@ class FactoryDevice(Rule):
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, call)
         for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
-            arg = parents.get(chain_top(self.metadata, use))
+            top = chain_top(self.metadata, use)
+            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
+                top = parents.get(top)  # ``model(batch + offset)``: the sum meets the model
+            arg = parents.get(top)
             callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
             if isinstance(callee, cst.Call) and (is_model_callee(callee.func, self._model_names)
                                                  or is_loss_callee(callee.func)):
@@ -262,6 +265,38 @@ class FactoryDevice(Rule):
                         "create the tensor on the device instead of copying it there")
 
     VALID = [
+        # Library code: a helper for __init__ (model.to() moves the buffer), a helper no driver code
+        # calls, and the input of an object devmod cannot place (``build`` is not known to make a model).
+        Valid('''import torch
+import torch.nn as nn
+from elsewhere import build
+
+def ramp(n):
+    return torch.arange(n) / n
+
+def noise(n):
+    return torch.randn(n)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", ramp(4))
+
+if __name__ == "__main__":
+    net = build()
+    print(net(torch.randn(1, 4)))
+'''),
+        # Indices read one by one as Python numbers, and a tensor read as a boolean, stay on the CPU.
+        Valid('''import numpy as np
+import torch
+
+data = np.arange(100)
+ix = torch.randint(90, (4,))
+rows = [data[i:i + 8] for i in ix]
+done = torch.rand(1) > 0.5
+if done:
+    print(rows)
+'''),
         # nanoGPT: already on the input's device.
         Valid('''import torch
 import torch.nn as nn
@@ -325,6 +360,62 @@ def step(model, device, h=torch.zeros(3)):
 '''),
     ]
     INVALID = [
+        # The model moves, so its inputs built the old way move with it: a legacy constructor, a
+        # ``.type(torch.FloatTensor)`` cast (always the CPU) and a helper that returns a NumPy batch.
+        Invalid('''import numpy as np
+import torch
+import torch.nn as nn
+
+def batch():
+    return torch.from_numpy(np.ones((2, 3))).float()
+
+if __name__ == "__main__":
+    model = nn.Linear(3, 2).cuda()
+    x = torch.FloatTensor([[1.0, 2.0, 3.0]])
+    y = torch.cat((x, x)).type(torch.FloatTensor)
+    print(model(x), model(y), model(batch()))
+''', '''import numpy as np
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def batch():
+    return torch.from_numpy(np.ones((2, 3))).float()
+
+if __name__ == "__main__":
+    model = nn.Linear(3, 2).cuda()
+    x = torch.FloatTensor([[1.0, 2.0, 3.0]]).to(device)
+    y = torch.cat((x, x)).type(torch.FloatTensor).to(device)
+    print(model(x), model(y), model(batch().to(device)))
+'''),
+        # Inside forward the module's global device gives way to the input's; a helper that
+        # receives a tensor follows it.
+        Invalid('''import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def keep_mask(t, p):
+    return torch.rand(t.shape[0]) < p
+
+class Net(nn.Module):
+    def forward(self, x):
+        offset = torch.ones(3).to(device)
+        return (x + offset) * keep_mask(x, 0.5)[:, None]
+''', '''import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def keep_mask(t, p):
+    return torch.rand(t.shape[0], device=t.device) < p
+
+class Net(nn.Module):
+    def forward(self, x):
+        offset = torch.ones(3, device=x.device)
+        return (x + offset) * keep_mask(x, 0.5)[:, None]
+'''),
         # A training function with a `device` parameter; `import torch as th`; `.to(device)` folds.
         Invalid('''import torch as th
 

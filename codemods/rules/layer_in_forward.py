@@ -167,6 +167,16 @@ class LayerInForward(Rule):
         return False
 
     VALID = [
+        # A projection built once per width, on the input's device, and kept.
+        Valid('''import torch.nn as nn
+
+class Mixer(nn.Module):
+    def forward(self, hidden):
+        d = hidden.shape[-1]
+        if d not in self.cache:
+            self.cache[d] = nn.Linear(d, d).to(hidden)
+        return self.cache[d](hidden)
+'''),
         # Layers built in __init__ (also through a helper it calls) and used in forward.
         Valid("import torch.nn as nn\nimport torch.nn.functional as F\n\nclass Net(nn.Module):\n"
               "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n"

@@ -245,15 +245,20 @@ class ProjectIndex:
         from ..discovery import iter_python_files  # discovery does not need the analysis
         paths = [os.path.abspath(p) for p in paths]
         given = set(paths)
-        roots = {project_root(os.path.dirname(p)) for p in paths}
         extra: list[str] = []
-        for root in sorted(roots):
-            for path in iter_python_files([root]):
-                path = os.path.abspath(path)
-                if path not in given:
-                    extra.append(path)
-                if len(extra) > limit:
-                    return cls.from_paths(paths)  # a huge tree: the given files decide alone
+        try:
+            for root, marked in sorted({project_root(os.path.dirname(p)) for p in paths}):
+                # Without a project marker only the file's own folder is its project (never all of /tmp).
+                found = iter_python_files([root]) if marked else (
+                    os.path.join(root, n) for n in sorted(os.listdir(root)) if n.endswith(".py"))
+                for path in found:
+                    path = os.path.abspath(path)
+                    if path not in given and os.path.isfile(path):
+                        extra.append(path)
+                    if len(extra) > limit:
+                        return cls.from_paths(paths)  # a huge tree: the given files decide alone
+        except OSError:  # an unreadable folder or a symlink loop: the given files decide alone
+            return cls.from_paths(paths)
         return cls.from_paths([*paths, *extra])
 
     def role_for(self, path: str) -> FileRole:
@@ -373,17 +378,18 @@ class ProjectIndex:
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 
 
-def project_root(folder: str, max_up: int = 6) -> str:
-    """The nearest folder at or above ``folder`` that marks a project, else ``folder``."""
+def project_root(folder: str, max_up: int = 6) -> tuple[str, bool]:
+    """The nearest folder at or above ``folder`` that marks a project, and True; else
+    ``(folder, False)``."""
     current = os.path.abspath(folder)
     for _ in range(max_up):
         if any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS):
-            return current
+            return current, True
         parent = os.path.dirname(current)
         if parent == current:
             break
         current = parent
-    return os.path.abspath(folder)
+    return os.path.abspath(folder), False
 
 
 def _builds_module(callee: str) -> bool:

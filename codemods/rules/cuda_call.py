@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.scopes import scope_bindings
-from ..analysis.tree import code_of, mentions_name, walk
+from ..analysis.tree import ancestors, code_of, mentions_name, walk
 from ..analysis.names import method_call, qualified_names
 from .base import Invalid, Rule, Valid
 
@@ -45,7 +45,8 @@ class CudaCall(Rule):
             return updated_node
         device = self.device_for(original_node)
         if device is None:
-            self.report(original_node, "`.cuda()` not rewritten: " + self.devices.why_no_device(original_node))
+            if not self._behind_a_gpu_switch(original_node):  # ``if self.gpu_mode: x.cuda()`` is correct code
+                self.report(original_node, "`.cuda()` not rewritten: " + self.devices.why_no_device(original_node))
             return updated_node
         func = updated_node.func
         assert isinstance(func, cst.Attribute)
@@ -53,6 +54,19 @@ class CudaCall(Rule):
         new_args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_args]
         replacement = updated_node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=new_args)
         return self.fix(original_node, updated_node, replacement, "`.cuda()` -> `.to(device)`")
+
+    def _behind_a_gpu_switch(self, call: cst.Call) -> bool:
+        """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``,
+        ``torch.cuda.is_available()``): the author already falls back to the CPU."""
+        for parent in ancestors(self.metadata, call):
+            tests = [parent.test] if isinstance(parent, (cst.If, cst.IfExp, cst.While)) else []
+            for test in tests:
+                for node in walk(test):
+                    name = node.value if isinstance(node, cst.Name) else (
+                        node.attr.value if isinstance(node, cst.Attribute) else "")
+                    if "gpu" in name.lower() or "cuda" in name.lower():
+                        return True
+        return False
 
     def _is_torch_cuda_module(self, call: cst.Call) -> bool:
         """``torch.cuda(...)`` is not a method call on a tensor."""

@@ -76,14 +76,18 @@ class LayerInForward(Rule):
                           "the CPU on every call and never trained; build it once in `__init__` and call it here")
 
     def _placed_and_cached(self, call: cst.Call) -> bool:
-        """``self.cache[d] = nn.Linear(d, d).to(hidden)``: built once per key, on the input's
-        device, and kept: the author chose a fixed projection; the report would be false."""
+        """``self.cache[d] = nn.Linear(d, d).to(hidden)``, or ``proj(d).to(hidden)`` with ``proj``
+        cached by a decorator: placed on the input's device by the author, and kept; the report
+        (CPU weights, rebuilt on every call) would be false."""
         parents = self.metadata[ParentNodeProvider]
         attribute, outer = parents.get(call), None
         if isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in ("to", "cuda"):
             outer = parents.get(attribute)
         if not (isinstance(outer, cst.Call) and outer.func is attribute):
             return False
+        function = next((p for p in ancestors(self.metadata, call) if isinstance(p, cst.FunctionDef)), None)
+        if function is not None and function.decorators and function.name.value != "forward":
+            return True  # a cached builder (``@singleton``), placed where it is used
         target = parents.get(outer)
         return isinstance(target, cst.Assign) and all(
             isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in target.targets)

@@ -17,7 +17,9 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper
 
+from .comments import lost_comments
 from .config import Config
+from .preflight import PreflightError, check_source, deep_recursion, eof_padding
 from .rules import all_rules
 from .rules.base import STATE_KEY, Finding, Rule, RunState
 from .suppression import read_suppressions
@@ -79,15 +81,28 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
         return TransformResult(source, source, skipped="devmod: skip-file")
     if not mentions_torch(source):
         return TransformResult(source, source, skipped="does not use torch")
-    module = parse(source)
-    module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source)
-    output = module.code
+    try:  # CPython decides what is Python; libcst never sees nesting that crashes it
+        check_source(source)
+    except PreflightError as exc:
+        raise SourceError(exc.message, exc.line, exc.column) from None
+    pad = eof_padding(source)
+    with deep_recursion():
+        module = parse(source + pad)
+        module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source)
+        output = module.code
+    output = output[: len(output) - len(pad)] if pad and output.endswith(pad) else output
+    if not any(f.fixed for f in findings):
+        output = source  # no fix, no write: libcst's round trip is not always exact
     if output != source:
         try:
-            cst.parse_module(output)
+            cst.parse_module(output + eof_padding(output))
         except cst.ParserSyntaxError as exc:  # a rule bug: never write it
             raise SourceError(f"internal error: the rewrite does not parse ({exc.message}); "
                               "file left unchanged, please report this") from exc
+        lost = lost_comments(source, output)
+        if lost:  # checked with tokenize, independently of libcst
+            raise SourceError(f"internal error: the rewrite would drop the comment {lost[0]!r}; "
+                              "file left unchanged, please report this")
     return TransformResult(source, output, findings)
 
 

@@ -36,9 +36,18 @@ def decode_source(data: bytes) -> SourceText:
     """
     bom = data.startswith(_BOM)
     body = data[len(_BOM):] if bom else data
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(body).readline)
+    # The BOM is part of what detect_encoding judges: a BOM with a latin-1 cookie is refused.
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        if bom:
+            raise SyntaxError("encoding problem: the file starts with a UTF-8 byte order mark but its "
+                              "coding cookie names another encoding") from exc
+        raise
     if encoding == "utf-8-sig":
         encoding = "utf-8"
+    if "# x\n".encode(encoding, "replace") != b"# x\n":  # utf-16 and friends: CPython cannot read them
+        raise SyntaxError(f"encoding problem: {encoding} is not ASCII-compatible, so Python cannot read this file")
     return SourceText(body.decode(encoding), encoding, bom)
 
 

@@ -16,6 +16,7 @@ import click
 
 from . import __version__
 from .config import DEVICE_STYLES, ConfigError, find_pyproject, load_config, validate_codes
+from .device_name import name_problem
 from .discovery import Exclude, iter_python_files
 from .driver import FileReport, process_files
 from .rules import all_rules
@@ -60,6 +61,8 @@ def main() -> None:
 @click.option("--device-name", metavar="NAME", help="Name of the shared device variable (default: device).")
 @click.option("--device-style", type=click.Choice(DEVICE_STYLES),
               help="How the shared device is chosen: cuda (default), cuda-mps, accelerator.")
+@click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
+              help="Skip Python environments (venv, conda, pixi, site-packages) even when named explicitly.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text",
               show_default=True, help="How findings are printed (json and github for bots and CI).")
@@ -67,12 +70,12 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
           select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
-          device_name: str | None, device_style: str | None, jobs: int | None, output_format: str,
+          device_name: str | None, device_style: str | None, force_exclude: bool, jobs: int | None, output_format: str,
           verbose: bool, quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
-    Folders are searched for *.py, skipping .git, virtual environments, __pycache__,
-    build/, dist/ and what .gitignore excludes. Files that do not use torch are never
+    Folders are searched for *.py, skipping .git, virtual/conda/pixi environments,
+    site-packages, __pycache__, build/, dist/ and what .gitignore excludes. Files that do not use torch are never
     touched. Settings come from [tool.devmod] in the nearest pyproject.toml;
     flags override them.
 
@@ -85,8 +88,8 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         raise click.UsageError("give the files or folders to rewrite, e.g. `devmod apply --diff .`")
     if show_diff and check:
         raise click.UsageError("--diff and --check cannot be combined; --check already writes nothing")
-    if device_name is not None and not device_name.isidentifier():
-        raise click.BadParameter(f"{device_name!r} is not a Python identifier", param_hint="--device-name")
+    if device_name is not None and (problem := name_problem(device_name)):
+        raise click.BadParameter(problem, param_hint="--device-name")
     try:
         config = load_config(find_pyproject(paths), [r.CODE for r in all_rules()])
     except ConfigError as exc:
@@ -100,7 +103,8 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     project_dir = os.path.dirname(config.source) if config.source else os.getcwd()
     excludes: list[Exclude] = [(project_dir, glob) for glob in config.exclude]
     excludes.extend(exclude)
-    files = list(iter_python_files(paths, excludes))
+    files = list(iter_python_files(paths, excludes, force_exclude=force_exclude,
+                                   warn=lambda message: click.echo(f"devmod: warning: {message}", err=True)))
     reports = list(process_files(files, config, mode, jobs))
     _print_reports(reports, mode, output_format, verbose, quiet)
     errors = sum(1 for r in reports if r.error)

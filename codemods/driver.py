@@ -31,6 +31,8 @@ class FileReport:
 
     @property
     def fix_counts(self) -> Counter:
+        if not self.changed or self.error:  # counted only for files written (or that would be)
+            return Counter()
         return Counter(f.code for f in self.findings if f.fixed)
 
     @property
@@ -53,6 +55,7 @@ def process_file(path: str, config: Config, mode: Mode) -> FileReport:
     try:
         with open(path, "rb") as handle:
             data = handle.read()
+            read_stat = os.fstat(handle.fileno())
     except OSError as exc:
         report.error = f"0:0: cannot read: {exc.strerror or exc}"
         return report
@@ -79,7 +82,12 @@ def process_file(path: str, config: Config, mode: Mode) -> FileReport:
     report.findings, report.skipped = result.findings, result.skipped
     if not result.changed:
         return report
-    new_data = text.encode(result.output)
+    try:
+        new_data = text.encode(result.output)
+    except UnicodeEncodeError as exc:  # e.g. a --device-name latin-1 cannot hold
+        bad = exc.object[exc.start:exc.end]
+        report.error = f"0:0: cannot encode the rewrite in the file's encoding {text.encoding}: {bad!r} ({exc.reason})"
+        return report
     if new_data == data:
         return report
     report.changed = True
@@ -87,7 +95,7 @@ def process_file(path: str, config: Config, mode: Mode) -> FileReport:
         report.diff = unified_diff(text.text, result.output, path)
     elif mode == "write":
         try:
-            write_atomic(path, new_data)
+            write_atomic(path, new_data, expected=(data, read_stat))
         except OSError as exc:
             report.error = f"0:0: cannot write: {exc.strerror or exc}"
             report.changed = False

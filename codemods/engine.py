@@ -19,6 +19,7 @@ from libcst.metadata import MetadataWrapper
 
 from .comments import lost_comments
 from .config import Config
+from .device_name import conflict_in_file
 from .preflight import PreflightError, check_source, deep_recursion, eof_padding
 from .rules import all_rules
 from .rules.base import STATE_KEY, Finding, Rule, RunState
@@ -82,9 +83,12 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     if not mentions_torch(source):
         return TransformResult(source, source, skipped="does not use torch")
     try:  # CPython decides what is Python; libcst never sees nesting that crashes it
-        check_source(source)
+        tree = check_source(source)
     except PreflightError as exc:
         raise SourceError(exc.message, exc.line, exc.column) from None
+    if conflict := conflict_in_file(tree, config.device_name):
+        raise SourceError(f"device name {config.device_name!r} is already {conflict[0]} in this file; "
+                          "choose another with --device-name", conflict[1], 1)
     pad = eof_padding(source)
     with deep_recursion():
         module = parse(source + pad)

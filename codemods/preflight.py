@@ -30,8 +30,8 @@ class PreflightError(Exception):
         self.message, self.line, self.column = message, line, column
 
 
-def check_source(source: str) -> None:
-    """Raise PreflightError unless CPython compiles ``source`` and its nesting is reasonable."""
+def check_source(source: str) -> ast.Module:
+    """CPython's syntax tree of ``source``; PreflightError unless it compiles and its nesting is reasonable."""
     try:
         tree = compile(source, "<file>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
@@ -44,6 +44,7 @@ def check_source(source: str) -> None:
     if depth > MAX_DEPTH:
         raise PreflightError(f"nested too deeply for devmod (syntax tree depth {depth}, limit {MAX_DEPTH}); "
                              "file left unchanged", line, 1)
+    return tree
 
 
 def _depth(tree: ast.AST) -> tuple[int, int]:

@@ -64,8 +64,10 @@ def main() -> None:
 @click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
               help="Skip Python environments (venv, conda, pixi, site-packages) even when named explicitly.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text",
-              show_default=True, help="How findings are printed (json and github for bots and CI).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "rdjson"]),
+              default="text", show_default=True,
+              help="How findings are printed (json and github for bots and CI; rdjson for reviewdog, "
+                   "which writes nothing, like --diff).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every fix applied.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
@@ -97,7 +99,7 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         sys.exit(EXIT_ERROR)
     config = config.with_overrides(select=select or None, ignore=(config.ignore + ignore) if ignore else None,
                                    unsafe_fixes=unsafe_fixes, device_name=device_name, device_style=device_style)
-    mode = "diff" if show_diff else "check" if check else "write"
+    mode = "diff" if show_diff or output_format == "rdjson" else "check" if check else "write"
     # pyproject.toml globs are relative to its folder, so they mean the same from any working
     # directory; --exclude globs (bare strings) are relative to the current directory.
     project_dir = os.path.dirname(config.source) if config.source else os.getcwd()
@@ -117,11 +119,14 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
 def _print_reports(reports: list[FileReport], mode: str, output_format: str, verbose: bool, quiet: bool) -> None:
     if output_format == "json":
         click.echo(json.dumps([_as_json(r) for r in reports], indent=2))
+    if output_format == "rdjson":
+        from .formats.rdjson import rdjson_document
+        click.echo(json.dumps(rdjson_document(reports), indent=2, ensure_ascii=False))
     for report in reports:
         if report.error:
             line, column, reason = report.error.split(":", 2)
             click.echo(f"{report.path}:{line}:{column}: error: {reason.strip()}", err=True)
-        if output_format == "json":
+        if output_format in ("json", "rdjson"):
             continue
         if report.diff:
             _echo_diff(report.diff)
@@ -193,6 +198,14 @@ def _register_verify() -> None:
 
 
 _register_verify()
+
+
+def _register_review() -> None:
+    from .review.command import review  # the GitHub client itself is imported only when needed
+    main.add_command(review)
+
+
+_register_review()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,1 @@
+"""Machine-readable report formats for `devmod apply --format ...` (one module per format)."""

@@ -19,6 +19,7 @@ from .config import DEVICE_STYLES, ConfigError, find_pyproject, load_config, val
 from .device_name import name_problem
 from .discovery import Exclude, iter_python_files
 from .driver import FileReport, process_files
+from .interrupts import EXIT_INTERRUPTED, Interrupted, interrupted_message, stop_on_signals
 from .rules import all_rules
 from .catalogue import explain_rule, rules_table
 
@@ -84,7 +85,7 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     \b
     Exit status: 0 done; 1 --check found changes or unfixed findings;
     2 a file could not be processed (named on stderr with line and reason)
-    or the command line was wrong.
+    or the command line was wrong; 130 interrupted (Ctrl-C, SIGTERM).
     """
     if not paths:
         raise click.UsageError("give the files or folders to rewrite, e.g. `devmod apply --diff .`")
@@ -107,7 +108,13 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     excludes.extend(exclude)
     files = list(iter_python_files(paths, excludes, force_exclude=force_exclude,
                                    warn=lambda message: click.echo(f"devmod: warning: {message}", err=True)))
-    reports = list(process_files(files, config, mode, jobs))
+    reports: list[FileReport] = []
+    try:
+        with stop_on_signals():
+            reports.extend(process_files(files, config, mode, jobs))
+    except Interrupted as exc:
+        click.echo(interrupted_message(exc, mode), err=True)
+        sys.exit(EXIT_INTERRUPTED)
     _print_reports(reports, mode, output_format, verbose, quiet)
     errors = sum(1 for r in reports if r.error)
     if errors:

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Literal
 
 from .config import Config
 from .engine import SourceError, transform_source
+from .interrupts import pool_options
 from .rules.base import Finding
 from .source_file import decode_source, write_atomic
 
@@ -115,5 +116,5 @@ def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | 
             yield process_file(path, config, mode)
         return
     chunk = max(1, min(16, len(paths) // (jobs * 4)))
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, **pool_options()) as pool:  # workers stop with the run
         yield from pool.map(_process_star, [(p, config, mode) for p in paths], chunksize=chunk)

@@ -18,6 +18,8 @@ import stat
 import tokenize
 from dataclasses import dataclass
 
+from .interrupts import writing
+
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -66,7 +68,11 @@ def write_atomic(path: str, data: bytes, expected: tuple[bytes, os.stat_result] 
     A symlink is written through to its target (the link stays a link). ``expected`` is
     what was read and the stat taken then: if the file no longer matches, nothing is written.
     """
-    target = os.path.realpath(path)
+    with writing():  # Ctrl-C and SIGTERM wait for the file to be whole
+        _write(os.path.realpath(path), data, expected)
+
+
+def _write(target: str, data: bytes, expected: tuple[bytes, os.stat_result] | None) -> None:
     before = os.stat(target)
     if not _mode_allows_writing(before):
         raise WriteRefused(f"the file is read-only (mode {stat.S_IMODE(before.st_mode):04o}); not rewritten")

@@ -45,9 +45,18 @@ def unified_diff(before: str, after: str, path: str) -> str:
     """A reviewable unified diff; line endings are normalised only for display."""
     shown = path.replace(os.sep, "/").lstrip("/")
     lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{shown}", tofile=f"b/{shown}")
+                                 fromfile=_diff_name("a/" + shown), tofile=_diff_name("b/" + shown))
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
                    for line in lines).replace("\r\n", "\n")
+
+
+def _diff_name(name: str) -> str:
+    """A header name as git writes it: C-quoted when it holds a newline, tab, quote or backslash,
+    so a file name with a newline in it cannot forge a header line."""
+    if not any(c in name for c in '"\\') and name.isprintable():
+        return name
+    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+    return '"' + "".join(escapes.get(c, c if c.isprintable() else f"\\{ord(c):03o}") for c in name) + '"'
 
 
 def process_file(path: str, config: Config, mode: Mode) -> FileReport:

@@ -237,3 +237,14 @@ def test_device_name_a_latin1_file_cannot_hold_is_an_error_for_that_file(tmp_pat
     assert result.exit_code == 2
     assert "cannot encode the rewrite in the file's encoding" in result.stderr
     assert path.read_bytes() == before and "\u0434\u0435\u0432" in other.read_text()
+
+
+# -- diff headers --------------------------------------------------------------------------------
+
+def test_a_file_name_with_a_newline_is_quoted_in_diff_headers(tmp_path):
+    path = write(tmp_path / "odd\n+++ b/evil.py")
+    result = run_apply("--diff", str(path))
+    headers = [line for line in result.stdout.splitlines() if line.startswith(("---", "+++"))]
+    assert len(headers) == 2, result.stdout
+    assert headers[0].startswith('--- "a/') and headers[0].endswith('odd\\n+++ b/evil.py"')
+    assert path.read_text() == NEEDS_FIX

@@ -322,3 +322,62 @@ def test_server_validation_catches_a_bad_body(github):
     with pytest.raises(Exception):
         client.github.request("POST", "/repos/acme/trainer/pulls/1/reviews", json={"event": "COMMENT", "bogus": 1})
     assert len(github.invalid) == 2
+
+
+MORE = '''
+
+net = build()
+if torch.cuda.is_available():
+    net = net.cuda()
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.parts = [nn.Linear(2, 2), nn.Linear(2, 2)]
+'''
+
+
+def test_a_multi_line_fix_and_an_unsafe_fix(pr_repo, github):
+    repo, base, _ = pr_repo
+    (repo / "train.py").write_text(HEAD + MORE)
+    git(repo, "commit", "-qam", "more")
+    head = git(repo, "rev-parse", "HEAD")
+    assert run_review(repo, github, base, head).exit_code == 0
+    assert github.invalid == []
+    comments = {c["line"]: c for c in github.posted_reviews()[0]["comments"]}
+    guard = comments[37]  # lines 36-37: the CUDA guard collapses into one line
+    assert (guard["start_line"], guard["start_side"], guard["side"]) == (36, "RIGHT", "RIGHT")
+    assert suggestion("net = net.to(device)\n") in guard["body"] and "DM103 cuda-call" in guard["body"]
+    unsafe = comments[43]
+    assert "start_line" not in unsafe and "DM305 module-container" in unsafe["body"]
+    assert "**Unsafe fix**" in unsafe["body"]
+    assert suggestion("        self.parts = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)])\n") in unsafe["body"]
+    assert "**Unsafe fix**" not in comments[22]["body"]
+
+
+def test_a_file_that_cannot_be_parsed_is_reported_once(pr_repo, github):
+    repo, base, _ = pr_repo
+    (repo / "broken.py").write_text("import torch\ndef f(:\n")
+    git(repo, "add", "broken.py")
+    git(repo, "commit", "-qm", "broken")
+    head = git(repo, "rev-parse", "HEAD")
+    first = run_review(repo, github, base, head)
+    assert first.exit_code == 2
+    assert "broken.py:2:7: error: cannot parse" in first.output
+    body = github.posted_reviews()[0]["body"]
+    assert "Files devmod could not process:\n- `broken.py`: 2:7: cannot parse" in body
+    assert len(github.posted_reviews()[0]["comments"]) == 3  # the other file is still reviewed
+    second = run_review(repo, github, base, head)
+    assert second.exit_code == 2 and "nothing new to post" in second.output
+    assert len(github.posted_reviews()) == 1
+
+
+def test_a_short_secondary_rate_limit_is_waited_out(pr_repo, github):
+    repo, base, head = pr_repo
+    github.faults.append(Fault("POST", r"/reviews$", 403, headers={"retry-after": "2"},
+                               body={"message": "You have exceeded a secondary rate limit"}))
+    result = run_review(repo, github, base, head)
+    assert result.exit_code == 0, result.output
+    assert len(github.posted_reviews()) == 1
+    assert sum(1 for m, p, _ in github.requests if m == "POST" and p.endswith("/reviews")) == 2

@@ -121,6 +121,10 @@ def _review(target: Target, root: str, paths: list[str], config, excludes: list[
         _fail(str(exc))
     except GitHubApiError as exc:
         _fail(str(exc))
+    for result in analysis.results:
+        if result.error:
+            line, column, reason = result.error.split(":", 2)
+            click.echo(f"{result.path}:{line}:{column}: error: {reason.strip()}", err=True)
     click.echo(plan.summary, err=True)
     from .payload import review_request
     request = review_request(plan, head, fail_on_findings)

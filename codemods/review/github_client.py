@@ -29,7 +29,7 @@ class RetryPolicy:
     """How often and how long to retry; tests shrink ``backoff`` to keep them fast."""
 
     retries: int = 3
-    backoff: float = 1.0  # seconds before the first retry; doubles each time
+    backoff: float = 1.0  # seconds before the first retry, doubling; below 1 it also shortens rate-limit waits
     max_rate_limit_wait: float = 60.0
 
     def __call__(self, exc: GitHubException, count: int) -> RetryOption:

@@ -8,6 +8,7 @@ fix that no longer applies, reported once as outdated.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -50,15 +51,19 @@ class Plan:
     posted: set[str]  # keys already on the PR
     outdated: list[str]  # keys posted before whose fix is gone, not yet reported
     summary: str
-    errors: list[str]
+    errors: list[Entry]  # files that could not be processed, keyed like fixes so they are said once
 
     @property
     def new(self) -> list[Entry]:
         return [e for e in self.entries if e.key not in self.posted]
 
     @property
+    def new_errors(self) -> list[Entry]:
+        return [e for e in self.errors if e.key not in self.posted]
+
+    @property
     def worth_posting(self) -> bool:
-        return bool(self.new or self.outdated or self.errors)
+        return bool(self.new or self.outdated or self.new_errors)
 
 
 def marker(key: str) -> str:
@@ -81,18 +86,19 @@ def fix_key(fix: LineFix) -> str:
 def plan_review(results: list[FileResult], summary: str, posted_texts: list[str],
                 docs_url: str = RULES_DOC_URL) -> Plan:
     entries: list[Entry] = []
-    errors: list[str] = []
+    errors: list[Entry] = []
     for result in results:
         if result.error:
-            errors.append(f"`{result.path}`: {result.error}")
+            key = f"ERROR:{result.path}:{hashlib.sha1(result.error.encode()).hexdigest()[:12]}"
+            errors.append(Entry(key, result.path, None, f"- `{result.path}`: {result.error} {marker(key)}"))
             continue
         for fix in result.fixes:
             entries.append(_fix_entry(fix, result.lines, docs_url))
         for finding, line_text in result.findings:
             entries.append(_finding_entry(result.path, finding, line_text, result.lines, docs_url))
     posted, reported = posted_keys(posted_texts)
-    current = {e.key for e in entries}
-    outdated = sorted(k for k in posted - current - reported)
+    current = {e.key for e in entries} | {e.key for e in errors}
+    outdated = sorted(k for k in posted - current - reported if not k.startswith("ERROR:"))
     return Plan(entries, posted, outdated, summary, errors)
 
 
@@ -195,9 +201,9 @@ def review_body(plan: Plan, moved: dict[str, str] | None = None) -> str:
         lines.append(f"\n{len(plan.outdated)} earlier suggestion{'s' if len(plan.outdated) != 1 else ''} "
                      "no longer apply (fixed or changed since):")
         lines += [f"- {k.split(':')[0]} in `{k.split(':')[1]}` <!-- devmod-outdated:{k} -->" for k in plan.outdated]
-    if plan.errors:
+    if plan.new_errors:
         lines.append("\nFiles devmod could not process:")
-        lines += [f"- {e}" for e in plan.errors]
+        lines += [e.body for e in plan.new_errors]
     return "\n".join(lines)
 
 

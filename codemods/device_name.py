@@ -24,9 +24,10 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def conflict_in_file(tree: ast.AST, name: str) -> tuple[str, int] | None:
-    """(what, line) when the file already binds ``name`` to an import, a function or a class."""
-    for node in ast.walk(tree):
+def conflict_in_file(tree: ast.Module, name: str) -> tuple[str, int] | None:
+    """(what, line) when the file binds ``name``, at module level, to an import, a function or a class
+    (a method or a local of that name is not the global the fixes refer to)."""
+    for node in _module_level(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 bound = alias.asname or (alias.name.split(".")[0] if isinstance(node, ast.Import) else alias.name)
@@ -35,3 +36,14 @@ def conflict_in_file(tree: ast.AST, name: str) -> tuple[str, int] | None:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             return ("a class" if isinstance(node, ast.ClassDef) else "a function"), node.lineno
     return None
+
+
+def _module_level(body: list[ast.stmt]):
+    """Statements that run in the module's own scope: into if/try/with/loops, not into defs."""
+    for node in body:
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _module_level(getattr(node, field, []) or [])
+            for handler in getattr(node, "handlers", []) or []:
+                yield from _module_level(handler.body)

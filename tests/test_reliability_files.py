@@ -248,3 +248,10 @@ def test_a_file_name_with_a_newline_is_quoted_in_diff_headers(tmp_path):
     assert len(headers) == 2, result.stdout
     assert headers[0].startswith('--- "a/') and headers[0].endswith('odd\\n+++ b/evil.py"')
     assert path.read_text() == NEEDS_FIX
+
+
+def test_a_method_named_like_the_device_is_not_a_conflict(tmp_path):
+    path = write(tmp_path / "a.py", "import torch\n\nclass M:\n    @property\n    def device(self):\n"
+                                    "        return None\n\nmodel = Net().cuda()\n")
+    assert run_apply(str(path)).exit_code == 0
+    assert FIXED_LINE in path.read_text()

@@ -20,7 +20,7 @@ from libcst.metadata import MetadataWrapper
 from .comments import lost_comments
 from .config import Config
 from .device_name import conflict_in_file
-from .preflight import PreflightError, check_source, deep_recursion, eof_padding
+from .preflight import PreflightError, check_source, deep_recursion, eof_padding, split_trailing_comments
 from .rules import all_rules
 from .rules.base import STATE_KEY, Finding, Rule, RunState
 from .suppression import read_suppressions
@@ -89,12 +89,13 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     if conflict := conflict_in_file(tree, config.device_name):
         raise SourceError(f"device name {config.device_name!r} is already {conflict[0]} in this file; "
                           "choose another with --device-name", conflict[1], 1)
-    pad = eof_padding(source)
+    code, tail = split_trailing_comments(source)  # comment lines after the code are put back as they were
+    pad = eof_padding(code)
     with deep_recursion():
-        module = parse(source + pad)
+        module = parse(code + pad)
         module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source)
         output = module.code
-    output = output[: len(output) - len(pad)] if pad and output.endswith(pad) else output
+    output = (output[: len(output) - len(pad)] if pad and output.endswith(pad) else output) + tail
     if not any(f.fixed for f in findings):
         output = source  # no fix, no write: libcst's round trip is not always exact
     if output != source:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import io
 import sys
+import tokenize
 from typing import Iterator
 
 # AST depth 1,100 is a chain of about 550 method calls (`.cuda().cuda()...`): processed in
@@ -69,6 +71,31 @@ def eof_padding(source: str) -> str:
         if source.endswith(ending):
             return ending[1:]
     return ""
+
+
+_NOT_CODE = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+
+
+def split_trailing_comments(source: str) -> tuple[str, str]:
+    """``source`` as (code, the comment and blank lines after the last line of code).
+
+    libcst attaches comment lines at the end of a file to whichever block they are indented
+    like, and a rule that replaces that block (or libcst itself, for lines indented deeper
+    than any block) drops them. The engine transforms only the code and puts the tail back
+    byte for byte.
+    """
+    lines = list(iter(io.StringIO(source).readline, ""))  # the lines tokenize numbers
+    last = 0
+    try:
+        for token in tokenize.generate_tokens(iter(lines).__next__):
+            if token.type not in _NOT_CODE:
+                last = token.end[0]
+    except (tokenize.TokenError, SyntaxError, StopIteration):
+        return source, ""
+    if last == 0 or last >= len(lines):
+        return source, ""
+    cut = sum(len(line) for line in lines[:last])
+    return source[:cut], source[cut:]
 
 
 @contextlib.contextmanager

@@ -65,10 +65,10 @@ def main() -> None:
 @click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
               help="Skip Python environments (venv, conda, pixi, site-packages) even when named explicitly.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "rdjson"]),
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "rdjson", "sarif"]),
               default="text", show_default=True,
-              help="How findings are printed (json and github for bots and CI; rdjson for reviewdog, "
-                   "which writes nothing, like --diff).")
+              help="How findings are printed (json and github for bots and CI; rdjson for reviewdog and sarif "
+                   "for GitHub code scanning, which write nothing, like --diff).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every fix applied.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
@@ -77,8 +77,9 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
           verbose: bool, quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
-    Folders are searched for *.py, skipping .git, virtual/conda/pixi environments,
-    site-packages, __pycache__, build/, dist/ and what .gitignore excludes. Files that do not use torch are never
+    Folders are searched for *.py and *.ipynb (notebooks: the code cells are
+    rewritten as one program, IPython lines kept as they are), skipping .git, virtual/conda/pixi
+    environments, site-packages, __pycache__, build/, dist/ and what .gitignore excludes. Files that do not use torch are never
     touched. Settings come from [tool.devmod] in the nearest pyproject.toml;
     flags override them.
 
@@ -100,7 +101,7 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         sys.exit(EXIT_ERROR)
     config = config.with_overrides(select=select or None, ignore=(config.ignore + ignore) if ignore else None,
                                    unsafe_fixes=unsafe_fixes, device_name=device_name, device_style=device_style)
-    mode = "diff" if show_diff or output_format == "rdjson" else "check" if check else "write"
+    mode = "diff" if show_diff or output_format in ("rdjson", "sarif") else "check" if check else "write"
     # pyproject.toml globs are relative to its folder, so they mean the same from any working
     # directory; --exclude globs (bare strings) are relative to the current directory.
     project_dir = os.path.dirname(config.source) if config.source else os.getcwd()
@@ -129,11 +130,15 @@ def _print_reports(reports: list[FileReport], mode: str, output_format: str, ver
     if output_format == "rdjson":
         from .formats.rdjson import rdjson_document
         click.echo(json.dumps(rdjson_document(reports), indent=2, ensure_ascii=False))
+    if output_format == "sarif":
+        from .formats.sarif import sarif_document
+        click.echo(json.dumps(sarif_document(reports), indent=2, ensure_ascii=False))
     for report in reports:
         if report.error:
             line, column, reason = report.error.split(":", 2)
-            click.echo(f"{report.path}:{line}:{column}: error: {reason.strip()}", err=True)
-        if output_format in ("json", "rdjson"):
+            where = f"{report.path}:cell-{report.error_cell}" if report.error_cell else report.path
+            click.echo(f"{where}:{line}:{column}: error: {reason.strip()}", err=True)
+        if output_format in ("json", "rdjson", "sarif"):
             continue
         if report.diff:
             _echo_diff(report.diff)
@@ -177,7 +182,7 @@ def _summary(reports: list[FileReport], mode: str) -> str:
 
 def _as_json(report: FileReport) -> dict:
     return {"path": report.path, "changed": report.changed, "error": report.error, "diff": report.diff or None,
-            "findings": [dict(code=f.code, name=f.name, line=f.line, column=f.column, message=f.message,
+            "findings": [dict(code=f.code, name=f.name, cell=f.cell, line=f.line, column=f.column, message=f.message,
                               fixed=f.fixed, safety=f.safety, replacement=f.replacement)
                          for f in report.findings]}
 

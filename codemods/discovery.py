@@ -1,6 +1,6 @@
 """Which files `devmod apply` looks at.
 
-Folders are walked for ``*.py``; virtual, conda, pixi and system environments, caches,
+Folders are walked for ``*.py`` and ``*.ipynb``; virtual, conda, pixi and system environments, caches,
 build output and whatever the ``.gitignore`` files of the walked folders and of their
 parents (up to the repository root) exclude are skipped. Files named explicitly on the
 command line are always taken; a folder named explicitly that is an environment is
@@ -170,7 +170,7 @@ def _walk(folder: str, excludes: tuple[tuple[str, str], ...], seen: set[str], ru
     for entry in entries:
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = not is_dir and entry.name.endswith(".py") and entry.is_file()
+            is_file = not is_dir and entry.name.endswith((".py", ".ipynb")) and entry.is_file()
         except OSError as exc:  # a self-referencing link, a vanished entry, no permission
             warn(f"{entry.path}: skipped, cannot be stat'ed ({exc.strerror or exc})")
             continue

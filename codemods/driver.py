@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Literal
 
+from .analysis.project import FileRole, ProjectIndex
 from .config import Config
 from .engine import SourceError, transform_source
 from .interrupts import pool_options
@@ -28,6 +29,7 @@ class FileReport:
     diff: str = ""
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None  # "line:col: reason"
+    error_cell: int | None = None  # notebooks: the 1-based cell the error's line is in
     skipped: str | None = None
 
     @property
@@ -59,8 +61,12 @@ def _diff_name(name: str) -> str:
     return '"' + "".join(escapes.get(c, c if c.isprintable() else f"\\{ord(c):03o}") for c in name) + '"'
 
 
-def process_file(path: str, config: Config, mode: Mode) -> FileReport:
+def process_file(path: str, config: Config, mode: Mode, role: FileRole | None = None) -> FileReport:
     """Transform one file; in ``write`` mode replace it atomically when it changed."""
+    if path.endswith(".ipynb"):  # the code cells are rewritten as one program
+        from .notebooks import process_notebook
+
+        return process_notebook(path, config, mode)
     report = FileReport(path)
     try:
         with open(path, "rb") as handle:
@@ -78,7 +84,7 @@ def process_file(path: str, config: Config, mode: Mode) -> FileReport:
         report.error = f"0:0: cannot decode: {exc}"
         return report
     try:
-        result = transform_source(text.text, path, config)
+        result = transform_source(text.text, path, config, role=role)
     except SourceError as exc:
         report.error = f"{exc.line}:{exc.column}: {exc.message}"
         return report
@@ -112,18 +118,22 @@ def process_file(path: str, config: Config, mode: Mode) -> FileReport:
     return report
 
 
-def _process_star(args: tuple[str, Config, Mode]) -> FileReport:
+def _process_star(args: tuple[str, Config, Mode, FileRole | None]) -> FileReport:
     return process_file(*args)
 
 
 def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | None = None) -> Iterator[FileReport]:
     """Reports in input order; a pool only when there is enough work to pay for it."""
     paths = list(paths)
+    # One read of the whole project with ``ast``: which files are imported, which functions
+    # are driver code, which names build models. Every file's rewrite needs it.
+    index = ProjectIndex.around(paths)
+    roles = [index.role_for(p) for p in paths]
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1 or len(paths) < 4:
-        for path in paths:
-            yield process_file(path, config, mode)
+        for path, role in zip(paths, roles):
+            yield process_file(path, config, mode, role)
         return
     chunk = max(1, min(16, len(paths) // (jobs * 4)))
     with ProcessPoolExecutor(max_workers=jobs, **pool_options()) as pool:  # workers stop with the run
-        yield from pool.map(_process_star, [(p, config, mode) for p in paths], chunksize=chunk)
+        yield from pool.map(_process_star, [(p, config, mode, r) for p, r in zip(paths, roles)], chunksize=chunk)

@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper
 
+from .analysis.project import FileRole, ProjectIndex
 from .comments import lost_comments
 from .config import Config
 from .device_name import conflict_in_file
@@ -74,8 +75,12 @@ def _with_shared_device(rules: list[type[Rule]]) -> list[type[Rule]]:
 
 
 def transform_source(source: str, path: str = "<string>", config: Config | None = None,
-                     rules: Sequence[type[Rule]] | None = None) -> TransformResult:
-    """Rewrite ``source``; raises SourceError when it cannot be parsed or the rewrite is broken."""
+                     rules: Sequence[type[Rule]] | None = None, role: FileRole | None = None) -> TransformResult:
+    """Rewrite ``source``; raises SourceError when it cannot be parsed or the rewrite is broken.
+
+    ``role`` is what the project index says about the file (imported by others, which
+    functions are driver code, which names build models); alone, the file is its own project.
+    """
     config = config or Config()
     suppressions = read_suppressions(source)
     if suppressions.skip_file:
@@ -93,7 +98,9 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     pad = eof_padding(code)
     with deep_recursion():
         module = parse(code + pad)
-        module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source)
+        if role is None:
+            role = ProjectIndex.build([(path, source)]).role_for(path)
+        module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source, role)
         output = module.code
     output = (output[: len(output) - len(pad)] if pad and output.endswith(pad) else output) + tail
     if not any(f.fixed for f in findings):
@@ -114,7 +121,9 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
 def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], config: Config) -> cst.Module:
     """For libcst's own codemod runner: the same passes on an already parsed module."""
     chosen = _with_shared_device(list(rules))
-    module, _ = _run_passes(module, chosen, config, read_suppressions(module.code), module.code)
+    source = module.code
+    role = ProjectIndex.build([("<module>", source)]).role_for("<module>")
+    module, _ = _run_passes(module, chosen, config, read_suppressions(source), source, role)
     return module
 
 
@@ -142,13 +151,13 @@ def parse(source: str) -> cst.Module:
 
 
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
-                suppressions, source: str) -> tuple[cst.Module, list[Finding]]:
+                suppressions, source: str, role: FileRole) -> tuple[cst.Module, list[Finding]]:
     all_chosen = list(rules)
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
         # Triggers are read from the current text: one rule's fix can make another's apply.
         rules = [r for r in all_chosen if _triggered(r, source)]
-        state = RunState(config=config, suppressions=suppressions)
+        state = RunState(config=config, suppressions=suppressions, role=role)
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False

@@ -46,10 +46,10 @@ model = build().cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
 
-def train(loader):
-    for x, y in loader:
-        loss = (model(x) - y).pow(2).mean()
-        loss.backward()
+loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+for x, y in loader:
+    loss = (model(x) - y).pow(2).mean()
+    loss.backward()
 
 
 torch.set_default_tensor_type("torch.cuda.FloatTensor")
@@ -130,7 +130,7 @@ def test_one_review_with_exact_suggestions_and_out_of_diff_fallback(pr_repo, git
     assert suggestion("model = build().to(device)\n") in cuda
     assert "DM103 cuda-call](https://github.com/devmod/devmod/blob/main/docs/rules.md#dm103-cuda-call)" in cuda
     assert "Prevents `AssertionError: Torch not compiled with CUDA enabled`" in cuda
-    assert suggestion("    for x, y in loader:\n        x, y = x.to(device), y.to(device)\n") in loop
+    assert suggestion("for x, y in loader:\n    x, y = x.to(device), y.to(device)\n") in loop
     assert "DM203 batch-to-device" in loop and "Expected all tensors to be on the same device" in loop
     assert "```suggestion" not in default and "DM402 default-tensor-type" in default  # report only: plain
     for body in (cuda, loop, default):
@@ -185,7 +185,7 @@ def test_422_on_one_comment_moves_only_that_one_into_the_body(pr_repo, github):
     assert [c["line"] for c in reviews[0]["comments"]] == [22, 32]
     body = reviews[0]["body"]
     assert "DM203 in <code>train.py</code> (after line 27) (GitHub refused a comment on these lines)" in body
-    assert "+        x, y = x.to(device), y.to(device)\n" in body
+    assert "+    x, y = x.to(device), y.to(device)\n" in body
     assert not [r for r in github.reviews if r["state"] == "PENDING"]  # probes were deleted
     assert "finding the comments it rejects" in result.output
 
@@ -381,3 +381,21 @@ def test_a_short_secondary_rate_limit_is_waited_out(pr_repo, github):
     assert result.exit_code == 0, result.output
     assert len(github.posted_reviews()) == 1
     assert sum(1 for m, p, _ in github.requests if m == "POST" and p.endswith("/reviews")) == 2
+
+
+def test_a_clean_pull_request_gets_no_review(pr_repo, github):
+    repo, base, _ = pr_repo
+    clean = transform_source_output(HEAD.replace('torch.set_default_tensor_type("torch.cuda.FloatTensor")\n', ""))
+    (repo / "train.py").write_text(clean)
+    git(repo, "commit", "-qam", "fixed")
+    head = git(repo, "rev-parse", "HEAD")
+    assert git(repo, "diff", "--stat", f"{base}...{head}")  # the PR changes train.py, correctly
+    result = run_review(repo, github, base, head)
+    assert result.exit_code == 0
+    assert "no device problems in this pull request; no review posted" in result.output
+    assert github.posted_reviews() == []
+
+
+def transform_source_output(text: str) -> str:
+    from codemods.engine import transform_source
+    return transform_source(text).output

@@ -210,8 +210,8 @@ def test_driver_never_writes_broken_output(tmp_path, monkeypatch):
     good = write(tmp_path / "b.py", NEEDS_FIX)
     original = engine.transform_source
 
-    def with_broken_rule(source, file_path="<string>", config=None, rules=None):
-        return original(source, file_path, config, rules=[BrokenRule] if file_path == str(path) else rules)
+    def with_broken_rule(source, file_path="<string>", config=None, rules=None, role=None):
+        return original(source, file_path, config, rules=[BrokenRule] if file_path == str(path) else rules, role=role)
 
     monkeypatch.setattr(driver, "transform_source", with_broken_rule)
     reports = list(driver.process_files([str(path), str(good)], Config(), "write", jobs=1))
@@ -225,7 +225,7 @@ def test_cli_reports_broken_output_with_exit_2(tmp_path, monkeypatch):
     path = write(tmp_path / "a.py", NEEDS_FIX)
     original = engine.transform_source
     monkeypatch.setattr(driver, "transform_source",
-                        lambda s, p="<string>", c=None, rules=None: original(s, p, c, rules=[BrokenRule]))
+                        lambda s, p="<string>", c=None, rules=None, role=None: original(s, p, c, rules=[BrokenRule], role=role))
     result = run_apply("-j", "1", str(path))
     assert result.exit_code == 2
     assert f"{path}:" in result.stderr and "does not parse" in result.stderr
@@ -335,8 +335,9 @@ def test_a_crashing_rule_costs_one_file_not_the_run(tmp_path, monkeypatch):
     good = write(tmp_path / "b.py", NEEDS_FIX)
     original = engine.transform_source
 
-    def crash_on_a(source, file_path="<string>", config=None, rules=None):
-        return original(source, file_path, config, rules=[CrashingRule] if file_path == str(bad) else rules)
+    def crash_on_a(source, file_path="<string>", config=None, rules=None, role=None):
+        return original(source, file_path, config, rules=[CrashingRule] if file_path == str(bad) else rules,
+                        role=role)
 
     monkeypatch.setattr(driver, "transform_source", crash_on_a)
     result = run_apply("-j", "1", str(tmp_path))

@@ -1,7 +1,16 @@
 """The device in scope: one lookup that every rule uses to say "the right device here".
 
-- training code and module level: the shared variable (``device``), or a ``device``
-  parameter of the enclosing function (or of a function around a closure);
+The global device belongs to driver code only (see ``analysis/project.py``):
+
+- a ``device`` parameter of the enclosing function (or of a function around a closure)
+  always wins;
+- driver code: the ``__main__`` block, the top level of a script no project file imports,
+  and functions only they call, when the function works with a device at all (calls a
+  model or a loss, moves something, or names the device): the shared variable;
+- a plain helper that is not driver code: the device of a tensor parameter
+  (``t.device``), else nothing: it runs wherever its caller runs it (model
+  construction, data statistics), and ``model.to()`` moves what construction built;
+- the top level of a file other project files import: nothing (library code);
 - inside an ``nn.Module`` method: the device of a tensor argument (``x.device``), an
   existing ``self.device``, else ``next(self.parameters()).device``; never the module
   global, which breaks DataParallel replicas and reuse of the module elsewhere;
@@ -17,6 +26,8 @@ from typing import Mapping
 import libcst as cst
 
 from .tree import ancestors, line_of, walk
+from .project import FileRole
+from .roles import is_loss_callee, is_model_callee, model_variables
 from .names import dotted, qualified_names
 from .scopes import ClassFacts, Place, ScopeKind, enclosing_place, is_main_guard
 
@@ -24,6 +35,8 @@ CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
 # Parameters of forward() that are seldom a tensor: containers and configuration.
 _NON_TENSOR_PARAMS = frozenset({"batch", "data", "inputs_dict", "kwargs", "config", "mask_dict"})
 DEVICE_LIKE_NAMES = frozenset({"device", "dev", "DEVICE", "torch_device", "DEV"})
+# Reading one of these on a parameter says it is a tensor.
+_TENSOR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "size", "dim", "numel"})
 
 
 def cuda_string(node: cst.CSTNode) -> str | None:
@@ -203,8 +216,12 @@ class DeviceLookup:
 
     def __init__(self, metadata: Mapping, facts: ClassFacts, shared_name: str,
                  chosen_conditionally: bool = False, per_rank: bool = False,
-                 defined_from: int | None = None) -> None:
+                 defined_from: int | None = None, role: FileRole | None = None,
+                 module: cst.Module | None = None) -> None:
         self.metadata = metadata
+        self.role = role or FileRole()
+        self.module = module
+        self._works_with_device: dict[int, bool] = {}
         self.facts = facts
         self.shared_name = shared_name
         # The file picks its device inside an ``if`` (``if args.accel: device = ...``): code
@@ -219,8 +236,13 @@ class DeviceLookup:
     def place(self, node: cst.CSTNode) -> Place:
         return enclosing_place(self.metadata, node, self.facts)
 
-    def expression_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
-        """The device expression to use at ``node`` (an original node), or None: leave it."""
+    def expression_for(self, node: cst.CSTNode, replaces_cuda: bool = False) -> cst.BaseExpression | None:
+        """The device expression to use at ``node`` (an original node), or None: leave it.
+
+        ``replaces_cuda``: the fix swaps a placement the author already wrote (``.cuda()``,
+        ``"cuda"``, a ``torch.cuda.FloatTensor`` alias) for the shared device, which is the
+        same device on a GPU machine; such a fix may use the shared device in library code
+        too. A fix that adds a placement where none was written follows driver code only."""
         place = self.place(node)
         if place.kind in (ScopeKind.DATA_METHOD, ScopeKind.DATA_CALLBACK):
             return None
@@ -228,16 +250,68 @@ class DeviceLookup:
             return self._model_device(place)
         if place.kind is ScopeKind.OTHER_METHOD:
             return None  # unknown objects: no safe guess
-        for function in self._enclosing_functions(node):
-            local = self._function_device_name(function)
-            if local:
-                return cst.Name(local)
+        functions = list(self._enclosing_functions(node))
+        local = self.local_device(node)
+        if local:
+            return cst.Name(local)
+        if place.kind is ScopeKind.FUNCTION and not replaces_cuda:
+            outer = functions[-1]
+            if not (outer.name.value in self.role.driver_functions and self._uses_device(outer)):
+                tensor = self._helper_tensor_parameter(functions)
+                return cst.Attribute(cst.Name(tensor), cst.Name("device")) if tensor else None
+        elif place.kind is ScopeKind.MODULE and not replaces_cuda and self.role.imported \
+                and not self._in_main_block(node):
+            return None  # a module others import: its top level is library code
         if self.chosen_conditionally or self.per_rank:
             return None
         if self.defined_from is not None and place.kind is ScopeKind.MODULE \
                 and line_of(self.metadata, node) < self.defined_from:
             return None
         return cst.Name(self.shared_name)
+
+    def local_device(self, node: cst.CSTNode) -> str | None:
+        """The device parameter (or local device) of a function around ``node``, if any."""
+        return next(filter(None, map(self._function_device_name, self._enclosing_functions(node))), None)
+
+    def _in_main_block(self, node: cst.CSTNode) -> bool:
+        return any(is_main_guard(parent) for parent in ancestors(self.metadata, node))
+
+    def _uses_device(self, function: cst.FunctionDef) -> bool:
+        """Does a driver function work with a device at all: call a model or a loss, move
+        something, or name the shared device? One that only builds or summarises tensors
+        (``mean_std(loader)``, ``build_model()``) hands them to a caller that decides."""
+        known = self._works_with_device.get(id(function))
+        if known is None:
+            models = model_variables(self.metadata, self.module, self.facts) if self.module is not None else set()
+            known = False
+            for child in walk(function.body):
+                if isinstance(child, cst.Name) and child.value == self.shared_name:
+                    known = True
+                elif isinstance(child, cst.Call) and (
+                        is_model_callee(child.func, models) or is_loss_callee(child.func)
+                        or isinstance(child.func, cst.Attribute) and child.func.attr.value in ("to", "cuda")):
+                    known = True
+                if known:
+                    break
+            self._works_with_device[id(function)] = known
+        return known
+
+    def _helper_tensor_parameter(self, functions: list[cst.FunctionDef]) -> str | None:
+        """A helper's tensor parameter, innermost function first: annotated ``Tensor``, or read
+        as one (``t.shape``, ``t.device``, ``t.size()``)."""
+        for function in functions:
+            params = [p for p in (*function.params.posonly_params, *function.params.params,
+                                  *function.params.kwonly_params) if p.name.value not in ("self", "cls")]
+            for param in params:
+                annotation = dotted(param.annotation.annotation) if param.annotation else None
+                if annotation and annotation.rsplit(".", 1)[-1] == "Tensor":
+                    return param.name.value
+            for child in walk(function.body):
+                if isinstance(child, cst.Attribute) and isinstance(child.value, cst.Name) \
+                        and child.attr.value in _TENSOR_ATTRIBUTES \
+                        and any(p.name.value == child.value.value for p in params):
+                    return child.value.value
+        return None
 
     def _enclosing_functions(self, node: cst.CSTNode):
         """The defs around ``node``, innermost first: a closure sees its outer function's device."""
@@ -265,10 +339,19 @@ class DeviceLookup:
         return "devmod cannot tell which device this class uses; pass a device in explicitly"
 
     def _function_device_name(self, function: cst.FunctionDef) -> str | None:
+        """A ``device`` parameter, or a device the function defines itself (the author's choice;
+        rules check that it is bound before the line they fix)."""
         params = function.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             if param.name.value in DEVICE_LIKE_NAMES or param.name.value == self.shared_name:
                 return param.name.value
+        if isinstance(function.body, cst.IndentedBlock):
+            for stmt in function.body.body:
+                for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                            and isinstance(small.targets[0].target, cst.Name) \
+                            and is_device_definition(self.metadata, small.targets[0].target.value, small.value):
+                        return small.targets[0].target.value
         return None
 
     def _model_device(self, place: Place) -> cst.BaseExpression | None:

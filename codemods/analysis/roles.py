@@ -40,6 +40,10 @@ def factory_name(metadata: Mapping, node: cst.CSTNode) -> str | None:
 
 
 def is_torch_nn_class(metadata: Mapping, call: cst.Call) -> set[str]:
+    """``{"torch.nn.Linear"}`` for ``nn.Linear(...)``; nothing for calling an instance,
+    ``nn.CrossEntropyLoss()(out, y)``, which computes a value and builds nothing."""
+    if isinstance(call.func, cst.Call):
+        return set()
     return {n for n in qualified_names(metadata, call.func) if n.startswith("torch.nn.")
             and n.count(".") == 2 and n.rsplit(".", 1)[-1][:1].isupper()}
 
@@ -181,7 +185,10 @@ def is_model_callee(func: cst.BaseExpression, models: set[str]) -> bool:
 
 
 def is_loss_callee(func: cst.BaseExpression) -> bool:
-    """``criterion(out, y)``, ``loss_fn(out, y)``: its inputs meet the model's output."""
+    """``criterion(out, y)``, ``loss_fn(out, y)``, ``nn.MSELoss()(out, y)``: its inputs meet the
+    model's output."""
+    if isinstance(func, cst.Call):
+        func = func.func
     name = dotted(func)
     last = name.rsplit(".", 1)[-1].lower() if name else ""
     return "loss" in last or "criterion" in last

@@ -46,7 +46,10 @@ class ClassFacts:
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)
 
 
-def collect_class_facts(module: cst.Module, metadata: Mapping) -> ClassFacts:
+def collect_class_facts(module: cst.Module, metadata: Mapping,
+                        project_models: frozenset[str] = frozenset()) -> ClassFacts:
+    """``project_models``: model classes and model-returning functions the project index
+    sees from this file (``from models import ResNet18``); they build models here too."""
     facts = ClassFacts()
     bases: dict[str, set[str]] = {}
     for node in walk(module):
@@ -61,14 +64,14 @@ def collect_class_facts(module: cst.Module, metadata: Mapping) -> ClassFacts:
                 arg = keyword(node, kw)
                 if arg is not None and isinstance(arg.value, cst.Name):
                     facts.data_callbacks.add(arg.value.value)
-    facts.model_classes = _derived(bases, NN_MODULE_BASES)
+    facts.model_classes = _derived(bases, NN_MODULE_BASES, project_models) | set(project_models)
     facts.dataset_classes = _derived(bases, DATASET_BASES)
     return facts
 
 
-def _derived(bases: dict[str, set[str]], roots: frozenset[str]) -> set[str]:
-    """Classes deriving from ``roots``, also through other classes of the same file."""
-    found: set[str] = set()
+def _derived(bases: dict[str, set[str]], roots: frozenset[str], known: frozenset[str] = frozenset()) -> set[str]:
+    """Classes deriving from ``roots``, also through other classes of the same file (or ``known`` ones)."""
+    found: set[str] = set(known)
     changed = True
     while changed:
         changed = False

@@ -182,9 +182,21 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
             return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) or n.startswith(_CPU_LIBRARIES) for n in names)
     if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in methods:
         return True
-    if loops and isinstance(parent, cst.For) and parent.iter is node:
+    if loops and isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+        return True  # ``for i in ix``: each element is read as a Python number (a sync per element on a GPU)
+    if _read_as_bool(parent, node):
         return True
     return False
+
+
+def _read_as_bool(parent: cst.CSTNode | None, node: cst.CSTNode) -> bool:
+    """``if flag:``, ``while done:``, ``not t``, ``a and t``: Python reads the value; on a GPU
+    each read is a device sync, and the tensor is no faster there."""
+    if isinstance(parent, (cst.If, cst.While, cst.IfExp)) and parent.test is node:
+        return True
+    if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
+        return True
+    return isinstance(parent, cst.BooleanOperation)
 
 
 def _used_as_index(metadata: Mapping, node: cst.CSTNode) -> bool:

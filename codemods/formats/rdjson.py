@@ -28,6 +28,9 @@ def rdjson_document(reports: Iterable[FileReport], docs_url: str = RULES_DOC_URL
     for report in reports:
         if report.error:
             continue
+        if report.path.endswith(".ipynb"):
+            diagnostics.extend(_notebook_diagnostics(report, docs_url))
+            continue
         before = after = None
         if report.diff:
             with open(report.path, "rb") as handle:
@@ -40,6 +43,25 @@ def rdjson_document(reports: Iterable[FileReport], docs_url: str = RULES_DOC_URL
             finding = dataclasses.replace(finding, line=to_source(finding.line) if finding.line else 0)
             diagnostics.append(_finding_diagnostic(report.path, finding, docs_url))
     return {"source": SOURCE, "severity": "WARNING", "diagnostics": diagnostics}
+
+
+def _notebook_diagnostics(report: FileReport, docs_url: str) -> list[dict]:
+    """A notebook's findings at the JSON line of their cell. Its diff is labelled by cell, not by file
+    line, so fixes come without a suggestion: `devmod apply` makes them."""
+    from ..notebooks import file_line
+    with open(report.path, encoding="utf-8") as handle:
+        text = handle.read()
+    out = []
+    for finding in report.findings:
+        cell = getattr(finding, "cell", None)
+        line = file_line(text, cell, finding.line) if cell else finding.line
+        moved = dataclasses.replace(finding, line=line, column=1)
+        diagnostic = _finding_diagnostic(report.path, moved, docs_url)
+        where = f"cell {cell}: " if cell else ""
+        status = " (fixed by `devmod apply`)" if finding.fixed else ""
+        diagnostic["message"] = f"{where}{finding.code} {diagnostic['message']}{status}"
+        out.append(diagnostic)
+    return out
 
 
 def _fix_diagnostic(fix: LineFix, docs_url: str) -> dict:

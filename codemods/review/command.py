@@ -129,7 +129,9 @@ def _review(target: Target, root: str, paths: list[str], config, excludes: list[
     from .payload import review_request
     request = review_request(plan, head, fail_on_findings)
     already = len(plan.posted & {e.key for e in plan.entries})
-    if not plan.worth_posting:
+    if not plan.worth_posting and not plan.entries and not plan.errors:
+        click.echo("devmod: no device problems in this pull request; no review posted", err=True)
+    elif not plan.worth_posting:
         click.echo(f"devmod: nothing new to post ({already} already on the pull request)", err=True)
     elif dry_run:
         where = f"{target.api_url}/repos/{target.full_name}/pulls/{target.number or '<number>'}/reviews"

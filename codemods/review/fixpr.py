@@ -44,16 +44,20 @@ def sweep(repo: str, paths: list[str], config: Config, excludes: list[Exclude]) 
         if b"torch" not in data:
             continue
         try:
-            text = decode_source(data)
-            out = transform_source(text.text, rel, config)
+            if rel.endswith(".ipynb"):
+                from .notebook import transform_notebook_bytes
+                new, report.findings = transform_notebook_bytes(rel, data, config)
+                new = data if new is None else new
+            else:
+                text = decode_source(data)
+                out = transform_source(text.text, rel, config)
+                report.findings, new = out.findings, text.encode(out.output)
         except SourceError as exc:
             report.error = f"{exc.line}:{exc.column}: {exc.message}"
             continue
-        except Exception as exc:  # an undecodable or crashing file costs only itself
-            report.error = f"0:0: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # an undecodable notebook or a crashing file costs only itself
+            report.error = f"0:0: {type(exc).__name__}: {getattr(exc, 'message', exc)}"
             continue
-        report.findings = out.findings
-        new = text.encode(out.output)
         if new != data:
             report.changed = True
             result.changed[rel] = new

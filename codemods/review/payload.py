@@ -127,6 +127,8 @@ def _finding_entry(path: str, finding: Finding, line_text: str, lines: DiffLines
     key = f"{finding.code}:{path}:{finding_key(finding, line_text)}"
     rule = rule_by_code(finding.code)
     label = f"[{finding.code} {rule.NAME if rule else finding.name}]({rule_link(finding.code, docs_url)})"
+    cell = getattr(finding, "cell", None)  # notebooks: say which cell, the JSON line is hard to read
+    label += f" (cell {cell})" if cell else ""
     text = f"**{label}** ({SAFETY_LABEL.get(finding.safety, finding.safety)}, not fixed automatically): " \
            f"{finding.message}. {why_sentence(finding.code)}"
     error = rule_error(finding.code)

@@ -23,8 +23,7 @@ from .gitdiff import changed_files, diff_lines, read_at, resolve
 from .payload import FileResult, Plan, plan_review, review_request
 from .suggestions import RULES_DOC_URL, line_fixes, output_line_map
 
-# How each kind of file is reviewed. Notebooks plug in here once devmod reads .ipynb
-# (issue 10 part 2): register ".ipynb" with a function of the same shape; until then they are skipped.
+# How each kind of file is reviewed, by suffix: Python files, and notebooks when devmod reads them.
 Reviewer = Callable[[str, bytes, Config], tuple[FileResult, FileReport]]
 REVIEWERS: dict[str, Reviewer] = {}
 
@@ -59,6 +58,15 @@ def review_python(path: str, data: bytes, config: Config) -> tuple[FileResult, F
 
 
 REVIEWERS[".py"] = review_python
+
+
+def _register_notebooks() -> None:
+    from . import notebook
+    if notebook.available():  # codemods.notebooks (issue 10 part 2) is part of this install
+        REVIEWERS[notebook.SUFFIX] = notebook.review_notebook
+
+
+_register_notebooks()
 
 
 def wanted(path: str, paths: Iterable[str], excludes: Iterable[str]) -> bool:

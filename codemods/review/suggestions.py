@@ -19,7 +19,7 @@ from ..rules import rule_by_code
 from ..rules.base import Finding
 
 SHARED_DEVICE_CODE = "DM101"
-_DEVICE_DEFINITION = re.compile(r"^\s*\w+\s*=\s*\(?\s*\w+\.(device|accelerator)\b")
+_DEVICE_DEFINITION = re.compile(r"^\s*\"?\w+\s*=\s*\(?\s*\w+\.(device|accelerator)\b")  # a notebook line is a JSON string
 RULES_DOC_URL = "https://github.com/devmod/devmod/blob/main/docs/rules.md"
 
 

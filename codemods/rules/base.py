@@ -18,6 +18,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from ..analysis.devices import DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name
 from ..analysis.names import torch_module_alias
+from ..analysis.project import FileRole
 from ..analysis.tree import mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
@@ -52,8 +53,11 @@ class Finding:
     fixed: bool
     safety: Safety
     replacement: str | None = None  # what an unapplied unsafe fix would write
+    cell: int | None = None  # notebooks: the 1-based cell; ``line`` is then the line in that cell
 
     def format(self, path: str) -> str:
+        if self.cell is not None:
+            path = f"{path}:cell-{self.cell}"
         status = "fixed" if self.fixed else ("unsafe fix available, use --unsafe-fixes" if self.replacement is not None else "not fixed")
         text = f"{path}:{self.line}:{self.column}: {self.code} {self.message} [{status}]"
         if self.replacement is not None and not self.fixed:
@@ -71,6 +75,7 @@ class RunState:
     changed: bool = False
     device_used: bool = False  # a fix referenced the shared device variable
     analysed: tuple | None = None  # (module, facts...) cached while the tree is unchanged
+    role: FileRole = field(default_factory=FileRole)  # what the project index says of this file
 
 
 class Rule(VisitorBasedCodemodCommand):
@@ -83,6 +88,8 @@ class Rule(VisitorBasedCodemodCommand):
     ERROR: ClassVar[str] = ""  # the PyTorch error this rule prevents, for the catalogue
     TRIGGERS: ClassVar[tuple[str, ...]] = ()  # the rule runs only on source containing one of these
     ORDER: ClassVar[int] = 50  # lower runs earlier within a pass
+    # The rule swaps a CUDA placement the author wrote for the shared device (see DeviceLookup).
+    REPLACES_CUDA: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -115,7 +122,7 @@ class Rule(VisitorBasedCodemodCommand):
         self.tree = node
         cached = self.state.analysed
         if cached is None or cached[0] is not node:
-            facts = collect_class_facts(node, self.metadata)
+            facts = collect_class_facts(node, self.metadata, self.state.role.model_names)
             definitions = module_device_definitions(node, self.metadata)
             shared = shared_device_name(definitions, self.state.config.device_name)
             placement = (chosen_conditionally(definitions, node, shared), runs_per_rank(node),
@@ -123,12 +130,13 @@ class Rule(VisitorBasedCodemodCommand):
             cached = (node, facts, definitions, torch_module_alias(node) or "torch", shared, placement)
             self.state.analysed = cached
         _, self.facts, self.device_definitions, self.torch_alias, self.shared_name, placement = cached
-        self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name, *placement)
+        self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name, *placement,
+                                    role=self.state.role, module=node)
         return True
 
     def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The device expression for ``node`` (an original node), or None where none is safe."""
-        return self.devices.expression_for(node)
+        return self.devices.expression_for(node, self.REPLACES_CUDA)
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         pos = self.get_metadata(PositionProvider, node, None)

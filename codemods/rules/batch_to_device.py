@@ -20,6 +20,9 @@ the top of the loop body.
 - ``non_blocking=True`` when the DataLoader has ``pin_memory=`` set;
 - ``pack_padded_sequence`` lengths stay on the CPU, and so do loop variables named
   like file names or paths;
+- nothing changes in a loop that feeds no model: no model or loss is called, and no model is
+  handed to a call (``mean_std(loader)`` summarising data on the CPU, whose caller may
+  then call ``.numpy()``); the batch has nothing on the device to meet there;
 - nothing changes where a batch is already moved in the loop (``.to``, ``.cuda()``,
   a comprehension or a ``to_device(batch, device)`` helper), in Dataset, model or
   other class code, or where Accelerate/Fabric prepared the loader;
@@ -37,7 +40,7 @@ from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import (BatchShape, Loader, batch_shape, cpu_only_lengths, evidence, find_loader,
                               moved_in, plain_names, unpacking)
 from ..analysis.names import keyword_arg
-from ..analysis.roles import is_model_callee, model_variables
+from ..analysis.roles import is_loss_callee, is_model_callee, model_variables
 from ..analysis.scopes import ScopeKind
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
@@ -65,7 +68,7 @@ class BatchToDevice(Rule):
         if loader is None or self.devices.place(original_node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return updated_node
         device = self.device_for(original_node)
-        if device is None:
+        if device is None or not self._feeds_model(original_node):
             return updated_node
         target = original_node.target
         if loader.enumerated and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
@@ -131,6 +134,19 @@ class BatchToDevice(Rule):
     def _unsure(self, loop: cst.For, updated: cst.For, why: str) -> cst.For:
         self.report(loop, f"batch not moved to the device: {why}; move it by hand")
         return updated
+
+    def _feeds_model(self, loop: cst.For) -> bool:
+        """Does the loop body call a model or a loss, or hand a model to a call? A function that
+        takes a ``device`` parameter works on that device: its batches go there."""
+        if self.devices.local_device(loop):
+            return True
+        for node in walk(loop.body):
+            if isinstance(node, cst.Call):
+                if self._is_model(node.func) or is_loss_callee(node.func):
+                    return True
+                if any(self._is_model(arg.value) for arg in node.args):
+                    return True
+        return False
 
     def _is_model(self, func: cst.BaseExpression) -> bool:
         return is_model_callee(func, self._model_names)

@@ -32,6 +32,7 @@ class CudaCall(Rule):
     ERROR = "AssertionError: Torch not compiled with CUDA enabled"
     TRIGGERS = (".cuda(", "cuda.is_available()")
     ORDER = 20
+    REPLACES_CUDA = True
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not method_call(original_node, "cuda") or self._is_torch_cuda_module(original_node):

@@ -11,9 +11,11 @@ right device is also faster than creating it on the CPU and copying it
 - Inside an ``nn.Module`` method: the device of the input (``device=x.device``), an
   existing ``self.device``, else ``next(self.parameters()).device``; never the
   module-level global, which breaks DataParallel replicas and reuse of the module.
-- ``torch.from_numpy(a)`` shares the array's memory and takes no ``device=``: where it
-  (or the variable it is assigned to) is passed to a model or a loss in device code, it
-  gets ``.to(device)``. Elsewhere host data is usually dataset material and stays.
+- ``torch.from_numpy(a)`` shares the array's memory and takes no ``device=``, and the legacy
+  CPU constructors (``torch.FloatTensor([[...]])``, ``torch.LongTensor(labels)``) take none
+  either: where one (or the variable it is assigned to) is passed to a model or a loss in
+  device code, it gets ``.to(device)``, so the model never moves without its inputs.
+  Elsewhere host data is usually dataset material and stays.
 - Never in Dataset methods, collate functions or a model's ``__init__``: CPU
   tensors are right there (CUDA in forked DataLoader workers fails).
 - Skipped: calls that already place the tensor (``device=``, ``out=``, a CPU
@@ -41,8 +43,10 @@ from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_
 from .base import Invalid, Rule, Valid
 
 _MAX_REBINDINGS = 4  # ``x = f(x)`` steps followed before the move
-# Tensors made from host memory: no ``device=`` parameter, so they are moved after creation.
-_FROM_HOST = frozenset({"torch.from_numpy"})
+# Tensors made from host memory, and the legacy CPU constructors (``torch.FloatTensor([[...]])``,
+# ``torch.LongTensor(labels)``): no ``device=`` parameter, so they are moved after creation.
+_FROM_HOST = frozenset({"torch.from_numpy", "torch.Tensor", *(f"torch.{kind}Tensor" for kind in (
+    "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"))})
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
 _NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
 
@@ -146,8 +150,8 @@ class FactoryDevice(Rule):
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
             return updated
         moved = to_call(updated, device)
-        return self.fix(original, updated, moved,
-                        "`torch.from_numpy` makes a CPU tensor; move it with `.to(device)`")
+        maker = sorted(qualified_names(self.metadata, original.func) & _FROM_HOST)[0]
+        return self.fix(original, updated, moved, f"`{maker}` makes a CPU tensor; move it with `.to(device)`")
 
     def _feeds_model(self, call: cst.Call) -> bool:
         """Host data is usually dataset material: move it only where it is, directly or through

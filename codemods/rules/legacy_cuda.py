@@ -94,6 +94,7 @@ class LegacyCuda(Rule):
     ERROR = "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same"
     TRIGGERS = ("Tensor", "Variable")
     ORDER = 15
+    REPLACES_CUDA = True
 
     # -- planning -------------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool:

@@ -36,6 +36,7 @@ class LoadMapLocation(Rule):
              "torch.cuda.is_available() is False")
     TRIGGERS = ("load",)
     ORDER = 35
+    REPLACES_CUDA = True
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         if "torch.load" not in qualified_names(self.metadata, original_node.func):

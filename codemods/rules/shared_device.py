@@ -9,6 +9,9 @@ to point at and falls back to the CPU on machines without a GPU.
   ``DEVICE = ...``) is reused; no second one is created.
 - A definition that comes after its first use moves up to the imports; several
   identical definitions collapse into one.
+- In a file other project files import, a device that only the ``__main__`` block (and the
+  functions only it calls) uses is defined at the top of that block, so that
+  ``from models import *`` never exports a ``device`` over the importer's own.
 - This rule runs whenever another rule writes ``device``, even under ``--select``,
   because their fixes rely on it. It adds nothing to a file that needs no device.
 """
@@ -20,7 +23,8 @@ from libcst.metadata import GlobalScope, ScopeProvider
 
 from ..analysis.devices import movable
 from ..analysis.names import dotted
-from ..analysis.tree import code_of, runs_later, top_level_statement, walk
+from ..analysis.scopes import is_main_guard
+from ..analysis.tree import ancestors, code_of, runs_later, top_level_statement, walk
 from .base import Invalid, Rule, Valid
 
 DEVICE_EXPRESSIONS = {
@@ -51,6 +55,7 @@ class SharedDevice(Rule):
         self._anchor = -1
         self._keeper: cst.CSTNode | None = None  # the definition kept; comments of dropped copies join it
         self._carried: list[cst.EmptyLine] = []
+        self._guard: cst.If | None = None  # the main block that gets the definition instead
         self._plan(node)
         return False  # all work is planned on the whole module; children stay as they are
 
@@ -71,6 +76,12 @@ class SharedDevice(Rule):
                 return
             statement = self._definition_statement(name)
             where = immediate[0] if immediate else deferred[0]
+            guard = self._main_block_only(module, immediate, deferred)
+            if guard is not None:
+                statement = statement.with_changes(leading_lines=[])
+                if self.fix(where, module, statement, f"add the shared `{name}` variable") is statement:
+                    self._guard, self._insert = guard, [statement]
+                return
             if self.fix(where, module, statement, f"add the shared `{name}` variable") is statement:
                 self._anchor, self._insert = anchor, self._import_torch_if_missing() + [statement]
                 self._keeper = statement
@@ -120,6 +131,22 @@ class SharedDevice(Rule):
                     immediate.append(top_level_statement(self.metadata, access.node))
         return immediate, deferred
 
+    def _main_block_only(self, module: cst.Module, immediate: list[cst.CSTNode],
+                         deferred: list[cst.CSTNode]) -> cst.If | None:
+        """The main block, when the file is imported by others and every use of the device is in
+        that block or in a function only driver code calls."""
+        if not self.state.role.imported or not immediate:
+            return None
+        guards = {id(s): s for s in immediate if is_main_guard(s)}
+        if len(guards) != 1 or len(immediate) != sum(1 for s in immediate if id(s) in guards):
+            return None
+        driver = self.state.role.driver_functions
+        for use in deferred:
+            outer = [p for p in ancestors(self.metadata, use) if isinstance(p, cst.FunctionDef)]
+            if not outer or outer[-1].name.value not in driver:
+                return None
+        return next(iter(guards.values()))
+
     def _definition_statement(self, name: str) -> cst.SimpleStatementLine:
         value = device_expression(self.state.config.device_style, self.torch_alias)
         return cst.SimpleStatementLine(
@@ -143,6 +170,11 @@ class SharedDevice(Rule):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not self._insert and not self._remove:
             return updated_node
+        if self._guard is not None:
+            guard = self._guard
+            block = guard.body.with_changes(body=[*self._insert, *guard.body.body])
+            return updated_node.with_changes(body=[guard.with_changes(body=block) if s is guard else s
+                                                   for s in original_node.body])
         body = [s for s in original_node.body if s not in self._remove]
         index = sum(1 for s in original_node.body[: self._anchor + 1] if s not in self._remove)
         body[index:index] = self._insert

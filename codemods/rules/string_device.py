@@ -13,6 +13,10 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
   use is reported. A string that already falls back to the CPU
   (``"cuda" if torch.cuda.is_available() else "cpu"``, an argparse default) is
   correct code and stays: ``.to()`` and ``device=`` accept strings.
+- A string device the user can override is configuration, not a bug: when the file
+  replaces its globals from user input (``exec(open(configurator).read())``,
+  ``globals()``) or has a ``--device`` command-line option, ``device = "cuda"`` stays a
+  string, and so do its comparisons; ``--device=cpu`` must keep working.
 - A comparison of an existing ``torch.device`` variable with a string is the same
   bug and is fixed the same way.
 - A deliberate ``"cpu"`` is intent and stays; ``"cuda:1"`` names a second GPU on
@@ -28,6 +32,7 @@ from libcst.metadata import ScopeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, hardcoded_cuda, is_torch_device_call
 from ..analysis.names import keyword, positional, qualified_names
+from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
 from .shared_device import device_expression
 
@@ -43,6 +48,7 @@ class StringDevice(Rule):
     ERROR = "RuntimeError: Found no NVIDIA driver on your system / Expected all tensors to be on the same device"
     TRIGGERS = ("cuda",)
     ORDER = 10
+    REPLACES_CUDA = True
 
     def visit_Module(self, node: cst.Module) -> bool:
         super().visit_Module(node)
@@ -65,6 +71,8 @@ class StringDevice(Rule):
                 is_device = new_value is not None or is_torch_device_call(self.metadata, assign.value)
                 if not is_device or len(scope.assignments[name]) != 1:
                     continue
+                if isinstance(assign.value, cst.SimpleString) and self._overridable(module, name):
+                    continue
                 accesses = [a.node for a in assignment.references if isinstance(a.node, cst.Name)]
                 blockers = [a for a in accesses if self._string_only_use(a)]
                 if new_value is not None and blockers:
@@ -75,6 +83,17 @@ class StringDevice(Rule):
                     self._definitions[assign] = new_value
                 for access in accesses:
                     self._plan_comparison(access, name)
+
+    def _overridable(self, module: cst.Module, name: str) -> bool:
+        """Can user input replace ``name``'s string value? nanoGPT's configurator execs code over
+        the module's globals and checks that an override has the default's type."""
+        options = {f"--{name}", f"--{name.replace('_', '-')}"}
+        for node in walk(module):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("exec", "globals"):
+                return True
+            if isinstance(node, cst.SimpleString) and node.evaluated_value in options:
+                return True
+        return False
 
     def _assign_of(self, node: cst.CSTNode | None) -> cst.Assign | None:
         if not isinstance(node, cst.Name):

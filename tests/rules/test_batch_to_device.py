@@ -75,9 +75,30 @@ def test_loader_assigned_from_aliases_and_factories():
 
 def test_dict_batches():
     for use in ('model(batch["x"])', "model(**batch)", "model(batch.get('x'))",
-                "for k, v in batch.items():\n    print(k)"):
+                "for k, v in batch.items():\n    model(v)"):
         out, _ = loop("batch in loader", use + "\n")
         assert out.startswith("batch = {k: v.to(device) for k, v in batch.items()}\n"), use
+
+
+def test_a_loop_that_feeds_no_model_is_left_alone():
+    # Data statistics on the CPU: the caller may call .numpy() on the result.
+    source = textwrap.dedent("""\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        def mean_of(loader):
+            total = torch.zeros(4)
+            for x, _ in loader:
+                total += x.sum(0)
+            return total
+
+        if __name__ == "__main__":
+            loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.zeros(8)), batch_size=4)
+            model = torch.nn.Linear(4, 1).cuda()
+            print(mean_of(loader).numpy())
+        """)
+    out = run(source, all_rules=True).output
+    assert "total = torch.zeros(4)\n" in out and "x.to(" not in out
 
 
 def test_tensor_batch():
@@ -195,10 +216,18 @@ def test_comments_and_indentation_kept():
 
 def test_global_loader_in_a_function_uses_the_shared_device():
     source = ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n\n"
-              "def train(model):\n    for x, y in loader:\n        model(x)\n")
+              "def train(model):\n    for x, y in loader:\n        model(x)\n\n"
+              "if __name__ == \"__main__\":\n    train(net)\n")
     out = run(source).output
     assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in out
     assert "        x, y = x.to(device), y.to(device)\n" in out
+
+
+def test_a_function_no_driver_code_calls_is_left_alone():
+    # Library code: whoever calls train() decides where the model and the batches live.
+    source = ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n\n"
+              "def train(model):\n    for x, y in loader:\n        model(x)\n")
+    assert run(source).output == source
 
 
 def test_script_with_all_rules():
@@ -230,16 +259,18 @@ def test_script_with_all_rules():
             train(model, loader, optimizer, device)
             for x, y in loader:
                 print(model(x).argmax(1) == y)
+
+        if __name__ == "__main__":
+            main()
         """)
     out = run(source, all_rules=True).output
     assert "    model = Net().to(device)\n" in out
     assert "        x, y = x.to(device), y.to(device)\n        optimizer.zero_grad()" in out
     assert "        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n" in out
     assert "torch.randn(16, 4)," in out  # dataset tensors stay on the CPU
-    namespace: dict = {}
     with warnings.catch_warnings():  # pin_memory without an accelerator warns
         warnings.simplefilter("ignore")
-        exec(compile(out + "\nmain()\n", "<devmod>", "exec"), namespace)
+        exec(compile(out, "<devmod>", "exec"), {"__name__": "__main__"})
 
 
 @pytest.mark.parametrize("kind", ["VALID", "INVALID"])

@@ -1,0 +1,341 @@
+"""What one file cannot see about itself: the project around it.
+
+Built once per run with CPython's ``ast`` (cheap next to libcst) over every file the run
+looks at, then shared with each file's rewrite as a small, picklable ``FileRole``:
+
+- ``imported``: another project file imports this one, so it is library code: its top
+  level gets no global device (``from models import *`` would export it over the user's own).
+- ``driver_functions``: the functions that only driver code reaches. Driver code is the
+  ``__main__`` block, the top level of a script no project file imports, and what only
+  they call (main, train, test). Only driver code may use the global device.
+- ``model_names``: classes deriving from ``nn.Module`` (also through project classes in other
+  files) and functions that return a module (``def make_net(): return Net()``), as visible
+  in this file (its own definitions and what it imports from the project), so that
+  ``net = make_net()`` moves with its inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from typing import Iterable
+
+_NN_MODULE = frozenset({"nn.Module", "torch.nn.Module", "Module", "torch.nn.modules.module.Module"})
+# torch.nn names that build a module one moves (containers included: they hold parameters).
+_NOT_MODULE_BUILDERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "Identity"})
+_MAIN = "<main>"  # the ``if __name__ == "__main__":`` block
+_TOP = "<top>"    # other module-level statements
+_CLASS = "<class>"  # class bodies and methods: construction and forward paths, never driver code
+
+
+@dataclass(frozen=True)
+class FileRole:
+    """What the project says about one file; the default is a lone script."""
+
+    imported: bool = False
+    driver_functions: frozenset[str] = frozenset()
+    model_names: frozenset[str] = frozenset()
+
+
+@dataclass
+class _Summary:
+    """One file, read with ``ast``: definitions, imports and who references what."""
+
+    path: str
+    names: tuple[str, ...]  # dotted module names this file may be imported as
+    functions: set[str] = field(default_factory=set)
+    class_bases: dict[str, set[str]] = field(default_factory=dict)
+    returns: dict[str, set[str]] = field(default_factory=dict)  # function -> callee names it returns
+    imports: set[str] = field(default_factory=set)  # absolute dotted modules imported
+    from_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (module, name)
+    star_modules: set[str] = field(default_factory=set)
+    references: dict[str, set[str]] = field(default_factory=dict)  # context -> names loaded there
+    has_main: bool = False
+
+
+def module_names(path: str) -> tuple[str, ...]:
+    """``a/b/c.py`` -> ``("c", "b.c", "a.b.c")``; a package's ``__init__.py`` is the package."""
+    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)[1:]
+    stem = parts[-1][:-3] if parts[-1].endswith(".py") else parts[-1]
+    parts = parts[:-1] if stem == "__init__" else parts[:-1] + [stem]
+    return tuple(".".join(parts[i:]) for i in range(len(parts) - 1, -1, -1) if parts[i:])
+
+
+def summarise(path: str, source: str) -> _Summary | None:
+    """The facts of one file, or None when ``ast`` cannot read it (the engine reports that)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    path = os.path.abspath(path)
+    summary = _Summary(path, module_names(path))
+    package = summary.names[-1].rsplit(".", 1)[0] if "." in summary.names[-1] else ""
+    if os.path.basename(path) == "__init__.py":
+        package = summary.names[-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            summary.imports |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module, node.level, package)
+            summary.imports.add(base)
+            for alias in node.names:
+                if alias.name == "*":
+                    summary.star_modules.add(base)
+                else:
+                    summary.imports.add(f"{base}.{alias.name}")
+                    summary.from_names[alias.asname or alias.name] = (base, alias.name)
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            summary.functions.add(stmt.name)
+            summary.returns[stmt.name] = _returned_callees(stmt)
+            _collect_loads(summary, stmt.name, [*stmt.body, *stmt.args.defaults, *stmt.args.kw_defaults])
+            _collect_loads(summary, _TOP, stmt.decorator_list)
+        elif isinstance(stmt, ast.ClassDef):
+            summary.class_bases[stmt.name] = {_dotted(b) for b in stmt.bases} - {""}
+            _collect_loads(summary, _CLASS, stmt.body)
+        elif _is_main_guard(stmt):
+            summary.has_main = True
+            _collect_loads(summary, _MAIN, stmt.body)
+        else:
+            _collect_loads(summary, _TOP, [stmt])
+    return summary
+
+
+def _absolute(module: str | None, level: int, package: str) -> str:
+    if not level:
+        return module or ""
+    parts = package.split(".") if package else []
+    base = parts[: len(parts) - (level - 1)] if level > 1 else parts
+    return ".".join([*base, module] if module else base)
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare):
+        return False
+    values = [stmt.test.left, *stmt.test.comparators]
+    return any(isinstance(v, ast.Name) and v.id == "__name__" for v in values) and any(
+        isinstance(v, ast.Constant) and v.value == "__main__" for v in values)
+
+
+def _collect_loads(summary: _Summary, context: str, nodes: Iterable[ast.AST | None]) -> None:
+    found = summary.references.setdefault(context, set())
+    for root in nodes:
+        if root is None:
+            continue
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                dotted = _dotted(node)
+                if dotted:
+                    found.add(dotted)
+
+
+def _returned_callees(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names of what a function returns a call of: ``return Net(4)``, or ``m = Net(); return m``."""
+    assigned: dict[str, set[str]] = {}
+    returned: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            callee = _callee(node.value)
+            for target in node.targets:
+                if isinstance(target, ast.Name) and callee:
+                    assigned.setdefault(target.id, set()).add(callee)
+        elif isinstance(node, ast.Return) and node.value is not None:
+            value = node.value
+            if isinstance(value, ast.Call):
+                returned.add(_callee(value))
+            elif isinstance(value, ast.Name):
+                returned |= assigned.get(value.id, set())
+    return returned - {""}
+
+
+def _callee(call: ast.Call) -> str:
+    """``Net`` / ``nn.Sequential``; for ``Net(...).to(d)`` / ``.eval()`` the constructor."""
+    func = call.func
+    while isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) \
+            and func.attr in ("to", "eval", "train", "float", "double", "half", "cuda", "cpu"):
+        func = func.value.func
+    return _dotted(func)
+
+
+class ProjectIndex:
+    """The whole run's files, read once; ``role_for(path)`` is what one file's rewrite needs."""
+
+    def __init__(self, summaries: Iterable[_Summary]) -> None:
+        self.files = {os.path.abspath(s.path): s for s in summaries}
+        self._by_name: dict[str, list[_Summary]] = {}
+        for summary in self.files.values():
+            for name in summary.names:
+                self._by_name.setdefault(name, []).append(summary)
+        self.imported = {path for s in self.files.values() for m in s.imports
+                         for target in self._resolve(m) if (path := target.path) != s.path}
+        self.model_classes, self.model_factories = self._models()
+        self.driver = self._driver_functions()
+
+    @classmethod
+    def build(cls, sources: Iterable[tuple[str, str]]) -> "ProjectIndex":
+        return cls(s for path, text in sources if (s := summarise(path, text)) is not None)
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str]) -> "ProjectIndex":
+        """Read the files from disk; unreadable ones are simply not in the index."""
+        sources = []
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            if b"torch" in data or b"import" in data:
+                sources.append((path, data.decode("utf-8", "replace")))
+        return cls.build(sources)
+
+    @classmethod
+    def around(cls, paths: Iterable[str], limit: int = 2000) -> "ProjectIndex":
+        """The files to rewrite plus the rest of their project (up to ``limit`` more files), so
+        that ``devmod apply train.py`` still sees that ``models/`` builds modules and that
+        ``models/resnet.py`` is imported by others. The project is the nearest folder above
+        with ``.git``, ``pyproject.toml``, ``setup.py`` or ``setup.cfg``, else the file's folder."""
+        from ..discovery import iter_python_files  # discovery does not need the analysis
+        paths = [os.path.abspath(p) for p in paths]
+        given = set(paths)
+        roots = {project_root(os.path.dirname(p)) for p in paths}
+        extra: list[str] = []
+        for root in sorted(roots):
+            for path in iter_python_files([root]):
+                path = os.path.abspath(path)
+                if path not in given:
+                    extra.append(path)
+                if len(extra) > limit:
+                    return cls.from_paths(paths)  # a huge tree: the given files decide alone
+        return cls.from_paths([*paths, *extra])
+
+    def role_for(self, path: str) -> FileRole:
+        summary = self.files.get(os.path.abspath(path))
+        if summary is None:
+            return FileRole()
+        visible = self._visible(summary)
+        models = {name for name, (file, original) in visible.items()
+                  if (file, original) in self.model_classes or (file, original) in self.model_factories}
+        return FileRole(imported=summary.path in self.imported,
+                        driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
+                        model_names=frozenset(models))
+
+    # -- name resolution -----------------------------------------------------------------------
+    def _resolve(self, module: str) -> list[_Summary]:
+        return self._by_name.get(module, [])
+
+    def _visible(self, summary: _Summary) -> dict[str, tuple[str, str]]:
+        """Local name -> (defining file, name there) for definitions and project imports."""
+        visible: dict[str, tuple[str, str]] = {}
+        for module in summary.star_modules:
+            for target in self._resolve(module):
+                for name in (*target.functions, *target.class_bases):
+                    if not name.startswith("_"):
+                        visible[name] = (target.path, name)
+                # ``from .blocks import *`` in a package's __init__ re-exports one level down
+                for inner in target.star_modules:
+                    for deeper in self._resolve(inner):
+                        for name in (*deeper.functions, *deeper.class_bases):
+                            if not name.startswith("_"):
+                                visible.setdefault(name, (deeper.path, name))
+        for local, (module, name) in summary.from_names.items():
+            for target in self._resolve(module):
+                if name in target.functions or name in target.class_bases:
+                    visible[local] = (target.path, name)
+                else:
+                    for inner in target.star_modules:  # re-exported through a package
+                        for deeper in self._resolve(inner):
+                            if name in deeper.functions or name in deeper.class_bases:
+                                visible[local] = (deeper.path, name)
+        for name in (*summary.functions, *summary.class_bases):
+            visible[name] = (summary.path, name)
+        return visible
+
+    # -- models ----------------------------------------------------------------------------------
+    def _models(self) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+        visible = {path: self._visible(s) for path, s in self.files.items()}
+        classes: set[tuple[str, str]] = set()
+        factories: set[tuple[str, str]] = set()
+        changed = True
+        while changed:
+            changed = False
+            for path, summary in self.files.items():
+                seen = visible[path]
+                known = {local for local, key in seen.items() if key in classes or key in factories}
+                for name, bases in summary.class_bases.items():
+                    key = (summary.path, name)
+                    if key not in classes and (bases & _NN_MODULE or bases & known):
+                        classes.add(key)
+                        changed = True
+                for name, callees in summary.returns.items():
+                    key = (summary.path, name)
+                    if key not in factories and any(_builds_module(c) or c in known for c in callees):
+                        factories.add(key)
+                        changed = True
+        return classes, factories
+
+    # -- driver code -------------------------------------------------------------------------------
+    def _driver_functions(self) -> set[tuple[str, str]]:
+        """Functions reached from driver code and from nothing else. Start from everything
+        reachable, then drop any function loaded elsewhere (or only reached through a
+        dropped one) until nothing changes: the set only shrinks, so this ends."""
+        callers: dict[tuple[str, str], set[tuple[str, str]]] = {}  # function -> contexts loading it
+        for summary in self.files.values():
+            visible = self._visible(summary)
+            for context, names in summary.references.items():
+                for name in names:
+                    target = visible.get(name)
+                    if target is not None and target[1] in self.files[target[0]].functions:
+                        callers.setdefault(target, set()).add((summary.path, context))
+
+        def is_root(context: tuple[str, str]) -> bool:
+            path, name = context
+            return name == _MAIN or (name == _TOP and path not in self.imported)
+
+        driver = set(callers)
+        changed = True
+        while changed:
+            changed = False
+            for function in list(driver):
+                sites = callers[function] - {function}
+                reached = any(is_root(c) or c in driver for c in sites)
+                pure = all(is_root(c) or c in driver for c in sites)
+                if not (reached and pure):
+                    driver.discard(function)
+                    changed = True
+        return driver
+
+
+_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+
+
+def project_root(folder: str, max_up: int = 6) -> str:
+    """The nearest folder at or above ``folder`` that marks a project, else ``folder``."""
+    current = os.path.abspath(folder)
+    for _ in range(max_up):
+        if any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return os.path.abspath(folder)
+
+
+def _builds_module(callee: str) -> bool:
+    """``nn.Linear``, ``torch.nn.Sequential``: a torch.nn class that is a module."""
+    parts = callee.split(".")
+    return (len(parts) >= 2 and parts[-2] == "nn" and parts[-1][:1].isupper()
+            and parts[-1] not in _NOT_MODULE_BUILDERS and not parts[-1].endswith("Loss"))

@@ -66,7 +66,7 @@ def test_a_rewrite_that_drops_a_comment_is_an_error_not_a_write(tmp_path, monkey
     path = tmp_path / "a.py"
     path.write_text("import torch\n# keep me\nmodel = Net().cuda()\n")
     monkeypatch.setattr(driver, "transform_source",
-                        lambda s, p="<string>", c=None, rules=None: transform_source(s, p, c, rules=[DropsComments]))
+                        lambda s, p="<string>", c=None, rules=None, **kw: transform_source(s, p, c, rules=[DropsComments], **kw))
     report = driver.process_file(str(path), Config(), "write")
     assert report.error and "# keep me" in report.error and not report.changed
     assert path.read_text() == "import torch\n# keep me\nmodel = Net().cuda()\n"

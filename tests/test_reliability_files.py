@@ -121,8 +121,8 @@ def test_an_edit_made_while_devmod_works_is_a_conflict_not_overwritten(tmp_path,
     path = write(tmp_path / "a.py")
     original = driver.transform_source
 
-    def slow_transform(source, file_path="<string>", config=None, rules=None):
-        result = original(source, file_path, config, rules)
+    def slow_transform(source, file_path="<string>", config=None, rules=None, **kwargs):
+        result = original(source, file_path, config, rules, **kwargs)
         path.write_text(NEEDS_FIX + "# the user's edit\n")  # the editor saves mid-run
         return result
 
@@ -138,8 +138,8 @@ def test_same_size_same_second_edit_is_still_a_conflict(tmp_path, monkeypatch):
     before = path.stat()
     original = driver.transform_source
 
-    def edit_keeping_size_and_mtime(source, file_path="<string>", config=None, rules=None):
-        result = original(source, file_path, config, rules)
+    def edit_keeping_size_and_mtime(source, file_path="<string>", config=None, rules=None, **kwargs):
+        result = original(source, file_path, config, rules, **kwargs)
         path.write_text(NEEDS_FIX.replace("Net", "Mlp"))
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
         return result

@@ -18,10 +18,11 @@ from . import __version__
 from .config import DEVICE_STYLES, ConfigError, find_pyproject, load_config, validate_codes
 from .device_name import name_problem
 from .discovery import Exclude, iter_python_files
+from .cache import Cache
+from .codes import rule_codes
 from .driver import FileReport, process_files
 from .interrupts import EXIT_INTERRUPTED, Interrupted, interrupted_message, stop_on_signals
-from .rules import all_rules
-from .catalogue import explain_rule, rules_table
+from .executors import ExecutorError, open_executor
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -29,7 +30,7 @@ EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
     raw = [c for item in value for c in item.split(",") if c.strip()]
     try:
-        return tuple(validate_codes(raw, [r.CODE for r in all_rules()], f"--{param.name}"))
+        return tuple(validate_codes(raw, list(rule_codes()), f"--{param.name}"))
     except ConfigError as exc:
         raise click.BadParameter(str(exc).split(": ", 1)[-1]) from exc
 
@@ -65,6 +66,10 @@ def main() -> None:
 @click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
               help="Skip Python environments (venv, conda, pixi, site-packages) even when named explicitly.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
+@click.option("--no-cache", is_flag=True,
+              help="Neither read nor store results in the cache (default: ~/.cache/devmod or $DEVMOD_CACHE_DIR).")
+@click.option("--executor", metavar="URL",
+              help="Run on a Dask cluster instead of local processes: dask://HOST:PORT (needs devmod[dask]).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "rdjson", "sarif"]),
               default="text", show_default=True,
               help="How findings are printed (json and github for bots and CI; rdjson for reviewdog and sarif "
@@ -73,8 +78,8 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
           select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
-          device_name: str | None, device_style: str | None, force_exclude: bool, jobs: int | None, output_format: str,
-          verbose: bool, quiet: bool) -> None:
+          device_name: str | None, device_style: str | None, force_exclude: bool, jobs: int | None,
+          no_cache: bool, executor: str | None, output_format: str, verbose: bool, quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
     Folders are searched for *.py and *.ipynb (notebooks: the code cells are
@@ -95,7 +100,7 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     if device_name is not None and (problem := name_problem(device_name)):
         raise click.BadParameter(problem, param_hint="--device-name")
     try:
-        config = load_config(find_pyproject(paths), [r.CODE for r in all_rules()])
+        config = load_config(find_pyproject(paths), list(rule_codes()))
     except ConfigError as exc:
         click.echo(f"devmod: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
@@ -109,10 +114,14 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     excludes.extend(exclude)
     files = list(iter_python_files(paths, excludes, force_exclude=force_exclude,
                                    warn=lambda message: click.echo(f"devmod: warning: {message}", err=True)))
+    cache = None if no_cache else Cache(config)
     reports: list[FileReport] = []
     try:
-        with stop_on_signals():
-            reports.extend(process_files(files, config, mode, jobs))
+        with stop_on_signals(), open_executor(executor) as pool:
+            reports.extend(process_files(files, config, mode, jobs, cache=cache, executor=pool))
+    except ExecutorError as exc:
+        click.echo(f"devmod: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
     except Interrupted as exc:
         click.echo(interrupted_message(exc, mode), err=True)
         sys.exit(EXIT_INTERRUPTED)
@@ -147,7 +156,10 @@ def _print_reports(reports: list[FileReport], mode: str, output_format: str, ver
         for finding in report.findings:
             if finding.fixed and not verbose:
                 continue
-            if output_format == "github" and not finding.fixed:
+            if output_format == "github" and not finding.fixed and finding.cell is not None:
+                from .notebooks import annotation
+                click.echo(annotation(report.path, finding))
+            elif output_format == "github" and not finding.fixed:
                 click.echo(f"::warning file={report.path},line={finding.line},col={finding.column},"
                            f"title={finding.code}::{finding.message}")
             else:
@@ -191,6 +203,7 @@ def _as_json(report: FileReport) -> dict:
 @click.argument("code", required=False)
 def rules(code: str | None) -> None:
     """List every rule, or explain one (`devmod rules DM103`)."""
+    from .catalogue import explain_rule, rules_table  # late: it imports the rules and libcst
     if code is None:
         click.echo(rules_table())
         return

@@ -100,8 +100,9 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
         module = parse(code + pad)
         if role is None:
             role = ProjectIndex.build([(path, source)]).role_for(path)
-        module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source, role)
-        output = module.code
+        # The rules see the text libcst parsed (code + pad); the tail goes back on afterwards.
+        module, findings, output = _run_passes(module, active_rules(config, rules), config, suppressions,
+                                               code + pad, role)
     output = (output[: len(output) - len(pad)] if pad and output.endswith(pad) else output) + tail
     if not any(f.fixed for f in findings):
         output = source  # no fix, no write: libcst's round trip is not always exact
@@ -123,7 +124,7 @@ def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], confi
     chosen = _with_shared_device(list(rules))
     source = module.code
     role = ProjectIndex.build([("<module>", source)]).role_for("<module>")
-    module, _ = _run_passes(module, chosen, config, read_suppressions(source), source, role)
+    module, _, _ = _run_passes(module, chosen, config, read_suppressions(source), source, role)
     return module
 
 
@@ -151,13 +152,14 @@ def parse(source: str) -> cst.Module:
 
 
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
-                suppressions, source: str, role: FileRole) -> tuple[cst.Module, list[Finding]]:
+                suppressions, source: str, role: FileRole) -> tuple[cst.Module, list[Finding], str]:
+    """The settled module, its findings and its text (``module.code``, known without a codegen)."""
     all_chosen = list(rules)
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
         # Triggers are read from the current text: one rule's fix can make another's apply.
         rules = [r for r in all_chosen if _triggered(r, source)]
-        state = RunState(config=config, suppressions=suppressions, role=role)
+        state = RunState(config=config, suppressions=suppressions, role=role, source=source, source_module=module)
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False
@@ -181,7 +183,7 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 module, wrapper, pass_changed = result, None, True
         fixed.extend(f for f in state.findings if f.fixed)
         if not pass_changed:
-            return module, fixed + [f for f in state.findings if not f.fixed]
+            return module, fixed + [f for f in state.findings if not f.fixed], source
         source = module.code
         if suppressions.by_line:  # line numbers moved: read the comments again
             suppressions = read_suppressions(source)

@@ -380,20 +380,19 @@ def _source_json(text: str, start: int, end: int, source: str, ascii_only: bool)
     lines = source.splitlines(keepends=True)
     if not lines:
         return "[]"
+    newline = "\r\n" if "\r\n" in text else "\n"
     line_start = text.rfind("\n", 0, start) + 1
-    own_indent = text[line_start:_skip(text, line_start)].replace("\n", "")
+    own_indent = text[line_start:_skip(text, line_start)].replace("\n", "").replace("\r", "")
     if items:
-        item_indent = text[text.rfind("\n", start, items[0][0]) + 1:items[0][0]] if "\n" in text[start:items[0][0]] \
-            else None
-        close = text[items[-1][1]:end - 1]
-        close = close[close.find(","):] if "," in close else close
-        close = close[close.rfind("\n"):] if "\n" in close else ""
+        between = text[start + 1:items[0][0]]
+        item_indent = between[between.rfind("\n") + 1:] if "\n" in between else None
+        close = text[items[-1][1]:end - 1]  # the whitespace before "]"
     else:
-        item_indent, close = own_indent + _indent_unit(text), "\n" + own_indent
+        item_indent, close = own_indent + _indent_unit(text), newline + own_indent
     encoded = [raw.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in lines]
     if item_indent is None:  # all on one line: ["a", "b"]
         return "[" + ", ".join(encoded) + "]"
-    return "[\n" + ",\n".join(item_indent + item for item in encoded) + close + "]"
+    return "[" + newline + ("," + newline).join(item_indent + item for item in encoded) + close + "]"
 
 
 def _indent_unit(text: str) -> str:
@@ -477,3 +476,15 @@ def file_line(text: str, cell: int, line: int) -> int:
         if items:
             start = items[min(max(line, 1), len(items)) - 1][0]
     return text.count("\n", 0, start) + 1
+
+
+def annotation(path: str, finding: Finding) -> str:
+    """A GitHub Actions annotation for a notebook finding: on the JSON line that holds it (what
+    GitHub shows for an .ipynb file), the cell and its line named in the title."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            line = file_line(handle.read(), finding.cell or 0, finding.line)
+    except (OSError, UnicodeDecodeError, ValueError, IndexError):
+        line = 1
+    return (f"::warning file={path},line={line},title={finding.code} (cell {finding.cell}, line {finding.line})"
+            f"::{finding.message}")

@@ -62,7 +62,7 @@ class WriteRefused(OSError):
     """The file is left as it is on disk: read-only, or changed by someone else since it was read."""
 
 
-def write_atomic(path: str, data: bytes, expected: tuple[bytes, os.stat_result] | None = None) -> None:
+def write_atomic(path: str, data: bytes, expected: tuple[bytes, os.stat_result | None] | None = None) -> None:
     """Replace the contents of ``path`` with ``data``, keeping its metadata and links.
 
     A symlink is written through to its target (the link stays a link). ``expected`` is
@@ -72,7 +72,7 @@ def write_atomic(path: str, data: bytes, expected: tuple[bytes, os.stat_result] 
         _write(os.path.realpath(path), data, expected)
 
 
-def _write(target: str, data: bytes, expected: tuple[bytes, os.stat_result] | None) -> None:
+def _write(target: str, data: bytes, expected: tuple[bytes, os.stat_result | None] | None) -> None:
     before = os.stat(target)
     if not _mode_allows_writing(before):
         raise WriteRefused(f"the file is read-only (mode {stat.S_IMODE(before.st_mode):04o}); not rewritten")
@@ -114,8 +114,9 @@ def _mode_allows_writing(info: os.stat_result) -> bool:
     return bool(info.st_mode & stat.S_IWOTH)
 
 
-def _check_unchanged(target: str, now: os.stat_result, data: bytes, then: os.stat_result) -> None:
-    same_stat = (now.st_size, now.st_mtime_ns, now.st_ino) == (then.st_size, then.st_mtime_ns, then.st_ino)
+def _check_unchanged(target: str, now: os.stat_result, data: bytes, then: os.stat_result | None) -> None:
+    same_stat = then is None or (now.st_size, now.st_mtime_ns, now.st_ino) == (then.st_size, then.st_mtime_ns,
+                                                                                then.st_ino)
     if same_stat:
         with open(target, "rb") as handle:
             same_stat = handle.read() == data

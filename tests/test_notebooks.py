@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -120,6 +121,11 @@ def test_check_names_the_cell_and_the_line_of_a_finding(tmp_path: Path) -> None:
     code, _, err = run("apply", "--check", str(path))
     assert code == 1
     assert f"{path}:cell-3:3:17: DM401" in err
+    annotation = run("apply", "--check", "--format", "github", str(path))[1].strip()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    number = int(re.search(r"line=(\d+),", annotation).group(1))
+    assert lines[number - 1].strip() == '"        layer = nn.Linear(4, 4)\\n",'
+    assert "title=DM401 (cell 3, line 3)::" in annotation
     data = json.loads(run("apply", "--check", "--format", "json", str(path))[1])
     finding = next(f for f in data[0]["findings"] if f["code"] == "DM401")
     assert (finding["cell"], finding["line"]) == (3, 3)
@@ -192,3 +198,16 @@ def test_a_source_stored_as_one_string_stays_one_string(tmp_path: Path) -> None:
     output = transform_notebook(text).output
     assert json.loads(output)["cells"][0]["source"].endswith("x = torch.ones(2, device=device)")
     assert len(changed_lines(text, output)) == 2
+
+
+def test_windows_line_endings_and_one_line_lists_keep_their_layout(tmp_path: Path) -> None:
+    text = COLAB.read_text(encoding="utf-8").replace("\n", "\r\n")
+    output = transform_notebook(text).output
+    assert "\r\n" in output and "\n" not in output.replace("\r\n", "")
+    assert len(changed_lines(text.replace("\r\n", "\n"), output.replace("\r\n", "\n"))) == 9
+    compact = json.dumps({"nbformat": 4, "nbformat_minor": 2, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": ["import torch\n", "x = torch.ones(2).cuda()"]}]})
+    assert json.loads(transform_notebook(compact).output)["cells"][0]["source"][-1] == \
+        "x = torch.ones(2, device=device)"
+    assert "\n" not in transform_notebook(compact).output

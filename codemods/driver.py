@@ -96,13 +96,15 @@ def transform_bytes(data: bytes, path: str, config: Config, role: FileRole | Non
         return Outcome(error=(f"0:0: internal error ({type(exc).__name__}: {exc}); file left unchanged, "
                               "please report this")), False
     outcome = Outcome(findings=result.findings, skipped=result.skipped)
-    if result.changed and text.encode(result.output) != data:
+    if result.changed:
         try:
-            outcome.new_data = text.encode(result.output)
+            new_data = text.encode(result.output)
         except UnicodeEncodeError as exc:  # e.g. a --device-name latin-1 cannot hold
             bad = exc.object[exc.start:exc.end]
             return Outcome(error=f"0:0: cannot encode the rewrite in the file's encoding {text.encoding}: "
                                  f"{bad!r} ({exc.reason})"), True
+        if new_data != data:
+            outcome.new_data = new_data
     return outcome, True
 
 

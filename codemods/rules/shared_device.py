@@ -134,18 +134,17 @@ class SharedDevice(Rule):
     def _main_block_only(self, module: cst.Module, immediate: list[cst.CSTNode],
                          deferred: list[cst.CSTNode]) -> cst.If | None:
         """The main block, when the file is imported by others and every use of the device is in
-        that block or in a function only driver code calls."""
-        if not self.state.role.imported or not immediate:
+        that block or in a function only that block reaches."""
+        if not self.state.role.imported:
             return None
-        guards = {id(s): s for s in immediate if is_main_guard(s)}
-        if len(guards) != 1 or len(immediate) != sum(1 for s in immediate if id(s) in guards):
+        guards = [s for s in module.body if is_main_guard(s)]
+        if len(guards) != 1 or any(s is not guards[0] for s in immediate):
             return None
-        driver = self.state.role.driver_functions
         for use in deferred:
             outer = [p for p in ancestors(self.metadata, use) if isinstance(p, cst.FunctionDef)]
-            if not outer or outer[-1].name.value not in driver:
+            if not outer or outer[-1].name.value not in self.state.role.main_only:
                 return None
-        return next(iter(guards.values()))
+        return guards[0]
 
     def _definition_statement(self, name: str) -> cst.SimpleStatementLine:
         value = device_expression(self.state.config.device_style, self.torch_alias)

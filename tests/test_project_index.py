@@ -46,6 +46,8 @@ def selftest():
 
 if __name__ == "__main__":
     print(selftest().shape)
+    net = Net()
+    print(net(torch.randn(2, 4)).shape)
 '''
 
 TRAIN = '''\
@@ -94,7 +96,9 @@ def test_library_project_is_rewritten_in_driver_code_only(tmp_path):
     assert blocks.startswith("import torch\nimport torch.nn as nn\n\n\ndef ramp(n):\n    return torch.arange(n) / n\n")
     assert "def Block(dim):\n    return nn.Sequential(nn.Linear(dim, dim), nn.ReLU())\n" in blocks
     assert 'if __name__ == "__main__":\n    device = torch.device(' in blocks
-    assert "    net = Net().to(device)\n    return net(torch.randn(2, 4, device=device))\n" in blocks
+    assert "    net = Net().to(device)\n    print(net(torch.randn(2, 4, device=device)).shape)\n" in blocks
+    # selftest() is library code too: ``from models.blocks import selftest`` must keep working
+    assert "    net = Net()\n    return net(torch.randn(2, 4))\n" in blocks
     train = (root / "train.py").read_text()
     assert "net = make_net().to(device)\nprint(net(torch.randn(1, 4, device=device)))\n" in train
     # the rewritten project still runs, and a second run changes nothing

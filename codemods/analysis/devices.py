@@ -5,8 +5,9 @@ The global device belongs to driver code only (see ``analysis/project.py``):
 - a ``device`` parameter of the enclosing function (or of a function around a closure)
   always wins;
 - driver code: the ``__main__`` block, the top level of a script no project file imports,
-  and functions only they call, when the function works with a device at all (calls a
-  model or a loss, moves something, or names the device): the shared variable;
+  and functions only they call (in a file no project file imports), when the function works
+  with a device at all (calls a model or a loss, moves something, or names the device): the
+  shared variable;
 - a plain helper that is not driver code: the device of a tensor parameter
   (``t.device``), else nothing: it runs wherever its caller runs it (model
   construction, data statistics), and ``model.to()`` moves what construction built;
@@ -163,6 +164,25 @@ def _every_branch(definition: DeviceDefinition, module: cst.Module) -> bool:
         for stmt in branch.body) for branch in branches)
 
 
+# Names that hold the user's settings: ``args.device`` is a device the user chose.
+_SETTINGS_NAMES = frozenset({"args", "opt", "opts", "cfg", "config", "conf", "hparams", "hp", "params",
+                             "FLAGS", "flags", "settings", "options"})
+
+
+def user_chosen_device(module: cst.Module) -> bool:
+    """Does the file take its device from the user's settings (``args.device``,
+    ``cfg.device``)? Then a second, global device would override the user's choice
+    (``--device cpu`` on a GPU machine): the file's own choice is left to decide."""
+    for node in walk(module):
+        if isinstance(node, cst.Attribute) and node.attr.value == "device":
+            base = node.value
+            while isinstance(base, cst.Attribute):
+                base = base.value
+            if isinstance(base, cst.Name) and base.value in _SETTINGS_NAMES:
+                return True
+    return False
+
+
 def runs_per_rank(module: cst.Module) -> bool:
     """Does the file import torch.distributed or DistributedDataParallel (one process per GPU)?"""
     for stmt in module.body:
@@ -217,9 +237,10 @@ class DeviceLookup:
     def __init__(self, metadata: Mapping, facts: ClassFacts, shared_name: str,
                  chosen_conditionally: bool = False, per_rank: bool = False,
                  defined_from: int | None = None, role: FileRole | None = None,
-                 module: cst.Module | None = None) -> None:
+                 module: cst.Module | None = None, user_device: bool = False) -> None:
         self.metadata = metadata
         self.role = role or FileRole()
+        self.user_device = user_device
         self.module = module
         self._works_with_device: dict[int, bool] = {}
         self.facts = facts
@@ -256,13 +277,16 @@ class DeviceLookup:
             return cst.Name(local)
         if place.kind is ScopeKind.FUNCTION and not replaces_cuda:
             outer = functions[-1]
-            if not (outer.name.value in self.role.driver_functions and self._uses_device(outer)):
+            # A function in a file others import stays library code even when its own main block
+            # calls it: ``from models.dla import test; test()`` must keep working.
+            if self.role.imported or not (outer.name.value in self.role.driver_functions
+                                          and self._uses_device(outer)):
                 tensor = self._helper_tensor_parameter(functions)
                 return cst.Attribute(cst.Name(tensor), cst.Name("device")) if tensor else None
         elif place.kind is ScopeKind.MODULE and not replaces_cuda and self.role.imported \
                 and not self._in_main_block(node):
             return None  # a module others import: its top level is library code
-        if self.chosen_conditionally or self.per_rank:
+        if self.chosen_conditionally or self.per_rank or self.user_device:
             return None
         if self.defined_from is not None and place.kind is ScopeKind.MODULE \
                 and line_of(self.metadata, node) < self.defined_from:
@@ -327,6 +351,9 @@ class DeviceLookup:
         if self.per_rank and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return ("this file uses torch.distributed, where each rank has its own device; use the "
                     "rank's device (e.g. `torch.device('cuda', local_rank)`) here")
+        if self.user_device and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
+            return ("the file takes its device from the user's settings (e.g. `args.device`); use that "
+                    "device here")
         if self.chosen_conditionally and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return (f"the file assigns `{self.shared_name}` only inside a conditional block, so code "
                     "outside it deliberately stays on the CPU; place this tensor by hand")

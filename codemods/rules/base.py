@@ -16,7 +16,7 @@ from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 
 from ..analysis.devices import DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
-    runs_per_rank, shared_device_name
+    runs_per_rank, shared_device_name, user_chosen_device
 from ..analysis.names import torch_module_alias
 from ..analysis.project import FileRole
 from ..analysis.tree import mentions_name
@@ -106,12 +106,13 @@ class Rule(VisitorBasedCodemodCommand):
             definitions = module_device_definitions(node, self.metadata)
             shared = shared_device_name(definitions, self.state.config.device_name)
             placement = (chosen_conditionally(definitions, node, shared), runs_per_rank(node),
-                         defined_from_line(definitions, node, shared, self.metadata))
+                         defined_from_line(definitions, node, shared, self.metadata), user_chosen_device(node))
             cached = (node, facts, definitions, torch_module_alias(node) or "torch", shared, placement)
             self.state.analysed = cached
         _, self.facts, self.device_definitions, self.torch_alias, self.shared_name, placement = cached
+        *placement, user_device = placement
         self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name, *placement,
-                                    role=self.state.role, module=node)
+                                    role=self.state.role, module=node, user_device=user_device)
         return True
 
     def module_text(self, module: cst.Module) -> str:

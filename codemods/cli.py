@@ -65,12 +65,18 @@ def main() -> None:
               default="text", show_default=True,
               help="How findings are printed (json and github for bots and CI; rdjson for reviewdog, "
                    "which writes nothing, like --diff).")
+@click.option("-i", "--interactive", is_flag=True,
+              help="Show each fix as a coloured hunk and ask: y apply, n skip, a all remaining, "
+                   "d skip the rest of the file, q quit keeping what was accepted, ? help.")
+@click.option("--fail-on-findings/--no-fail-on-findings", default=False,
+              help="Exit 1 when findings devmod cannot fix remain, even when writing (the pre-commit hook's "
+                   "default).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every fix applied.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
           select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
           device_name: str | None, device_style: str | None, jobs: int | None, output_format: str,
-          verbose: bool, quiet: bool) -> None:
+          interactive: bool, fail_on_findings: bool, verbose: bool, quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
     Folders are searched for *.py, skipping .git, virtual environments, __pycache__,
@@ -87,6 +93,11 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         raise click.UsageError("give the files or folders to rewrite, e.g. `devmod apply --diff .`")
     if show_diff and check:
         raise click.UsageError("--diff and --check cannot be combined; --check already writes nothing")
+    if interactive and (show_diff or check or output_format not in ("text", "github")):
+        raise click.UsageError("--interactive writes the fixes you accept; it cannot be combined with "
+                               "--diff, --check or --format json/rdjson")
+    if interactive and not sys.stdin.isatty():
+        raise click.UsageError("--interactive needs a terminal to ask in; use --diff to review in a pipe")
     if device_name is not None and not device_name.isidentifier():
         raise click.BadParameter(f"{device_name!r} is not a Python identifier", param_hint="--device-name")
     try:
@@ -103,12 +114,24 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     excludes: list[Exclude] = [(project_dir, glob) for glob in config.exclude]
     excludes.extend(exclude)
     files = list(iter_python_files(paths, excludes))
-    reports = list(process_files(files, config, mode, jobs))
+    if interactive:
+        from .interactive import Session, review_files
+        session = Session()
+        reports = review_files(files, config, session)
+        if session.skipped and not quiet:
+            click.echo(f"devmod: {session.skipped} fix{'es' if session.skipped != 1 else ''} skipped at your "
+                       "request", err=True)
+    else:
+        from .progress import progress_bar
+        reports = list(progress_bar(process_files(files, config, mode, jobs), len(files),
+                                    enabled=output_format not in ("json", "rdjson")))
     _print_reports(reports, mode, output_format, verbose, quiet)
     errors = sum(1 for r in reports if r.error)
     if errors:
         sys.exit(EXIT_ERROR)
-    if check and any(r.changed or r.open_findings for r in reports):
+    if (check or fail_on_findings) and any(r.open_findings for r in reports):
+        sys.exit(EXIT_FOUND)
+    if check and any(r.changed for r in reports):
         sys.exit(EXIT_FOUND)
 
 

@@ -9,7 +9,7 @@ safety and device lookup in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Callable, ClassVar, Literal
 
 import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
@@ -25,6 +25,9 @@ from ..config import Config
 from ..suppression import Suppressions
 
 Safety = Literal["safe", "unsafe", "report"]
+# Asked before each fix is applied: (code, line, column, message) -> apply it? Used by
+# `devmod apply --interactive`; the engine passes positions in the original source.
+Allow = Callable[[str, int, int, str], bool]
 STATE_KEY = "devmod"
 
 
@@ -73,6 +76,7 @@ class RunState:
     device_used: bool = False  # a fix referenced the shared device variable
     analysed: tuple | None = None  # (module, facts...) cached while the tree is unchanged
     role: FileRole = field(default_factory=FileRole)  # what the project index says of this file
+    allow: Allow | None = None  # None: every fix the configuration enables is applied
 
 
 class Rule(VisitorBasedCodemodCommand):
@@ -153,6 +157,8 @@ class Rule(VisitorBasedCodemodCommand):
             code = self.tree.code_for_node(shown) if shown is not None else ""
             self._add(line, column, message, fixed=False, replacement=code)
             return updated
+        if self.state.allow is not None and not self.state.allow(self.CODE, line, column, message):
+            return updated  # declined (`apply -i`): like a suppression comment, for this run only
         self._add(line, column, message, fixed=True)
         self.state.changed = True
         if self._mentions_shared_device(replacement):

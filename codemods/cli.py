@@ -61,10 +61,10 @@ def main() -> None:
 @click.option("--device-style", type=click.Choice(DEVICE_STYLES),
               help="How the shared device is chosen: cuda (default), cuda-mps, accelerator.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "rdjson"]),
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "rdjson", "sarif"]),
               default="text", show_default=True,
-              help="How findings are printed (json and github for bots and CI; rdjson for reviewdog, "
-                   "which writes nothing, like --diff).")
+              help="How findings are printed (json and github for bots and CI; rdjson for reviewdog and sarif "
+                   "for GitHub code scanning, which write nothing, like --diff).")
 @click.option("-i", "--interactive", is_flag=True,
               help="Show each fix as a coloured hunk and ask: y apply, n skip, a all remaining, "
                    "d skip the rest of the file, q quit keeping what was accepted, ? help.")
@@ -79,7 +79,8 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
           interactive: bool, fail_on_findings: bool, verbose: bool, quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
-    Folders are searched for *.py, skipping .git, virtual environments, __pycache__,
+    Folders are searched for *.py and *.ipynb (notebooks: the code cells are
+    rewritten as one program, IPython lines kept as they are), skipping .git, virtual environments, __pycache__,
     build/, dist/ and what .gitignore excludes. Files that do not use torch are never
     touched. Settings come from [tool.devmod] in the nearest pyproject.toml;
     flags override them.
@@ -95,7 +96,7 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         raise click.UsageError("--diff and --check cannot be combined; --check already writes nothing")
     if interactive and (show_diff or check or output_format not in ("text", "github")):
         raise click.UsageError("--interactive writes the fixes you accept; it cannot be combined with "
-                               "--diff, --check or --format json/rdjson")
+                               "--diff, --check or --format json/rdjson/sarif")
     if interactive and not sys.stdin.isatty():
         raise click.UsageError("--interactive needs a terminal to ask in; use --diff to review in a pipe")
     if device_name is not None and not device_name.isidentifier():
@@ -107,7 +108,7 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         sys.exit(EXIT_ERROR)
     config = config.with_overrides(select=select or None, ignore=(config.ignore + ignore) if ignore else None,
                                    unsafe_fixes=unsafe_fixes, device_name=device_name, device_style=device_style)
-    mode = "diff" if show_diff or output_format == "rdjson" else "check" if check else "write"
+    mode = "diff" if show_diff or output_format in ("rdjson", "sarif") else "check" if check else "write"
     # pyproject.toml globs are relative to its folder, so they mean the same from any working
     # directory; --exclude globs (bare strings) are relative to the current directory.
     project_dir = os.path.dirname(config.source) if config.source else os.getcwd()
@@ -124,7 +125,7 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     else:
         from .progress import progress_bar
         reports = list(progress_bar(process_files(files, config, mode, jobs), len(files),
-                                    enabled=output_format not in ("json", "rdjson")))
+                                    enabled=output_format not in ("json", "rdjson", "sarif")))
     _print_reports(reports, mode, output_format, verbose, quiet)
     errors = sum(1 for r in reports if r.error)
     if errors:
@@ -141,11 +142,15 @@ def _print_reports(reports: list[FileReport], mode: str, output_format: str, ver
     if output_format == "rdjson":
         from .formats.rdjson import rdjson_document
         click.echo(json.dumps(rdjson_document(reports), indent=2, ensure_ascii=False))
+    if output_format == "sarif":
+        from .formats.sarif import sarif_document
+        click.echo(json.dumps(sarif_document(reports), indent=2, ensure_ascii=False))
     for report in reports:
         if report.error:
             line, column, reason = report.error.split(":", 2)
-            click.echo(f"{report.path}:{line}:{column}: error: {reason.strip()}", err=True)
-        if output_format in ("json", "rdjson"):
+            where = f"{report.path}:cell-{report.error_cell}" if report.error_cell else report.path
+            click.echo(f"{where}:{line}:{column}: error: {reason.strip()}", err=True)
+        if output_format in ("json", "rdjson", "sarif"):
             continue
         if report.diff:
             _echo_diff(report.diff)
@@ -154,7 +159,10 @@ def _print_reports(reports: list[FileReport], mode: str, output_format: str, ver
         for finding in report.findings:
             if finding.fixed and not verbose:
                 continue
-            if output_format == "github" and not finding.fixed:
+            if output_format == "github" and not finding.fixed and finding.cell is not None:
+                from .notebooks import annotation
+                click.echo(annotation(report.path, finding))
+            elif output_format == "github" and not finding.fixed:
                 click.echo(f"::warning file={report.path},line={finding.line},col={finding.column},"
                            f"title={finding.code}::{finding.message}")
             else:
@@ -189,7 +197,7 @@ def _summary(reports: list[FileReport], mode: str) -> str:
 
 def _as_json(report: FileReport) -> dict:
     return {"path": report.path, "changed": report.changed, "error": report.error, "diff": report.diff or None,
-            "findings": [dict(code=f.code, name=f.name, line=f.line, column=f.column, message=f.message,
+            "findings": [dict(code=f.code, name=f.name, cell=f.cell, line=f.line, column=f.column, message=f.message,
                               fixed=f.fixed, safety=f.safety, replacement=f.replacement)
                          for f in report.findings]}
 

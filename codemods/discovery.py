@@ -1,6 +1,6 @@
 """Which files `devmod apply` looks at.
 
-Folders are walked for ``*.py``; virtual environments, caches, build output and
+Folders are walked for ``*.py`` and ``*.ipynb``; virtual environments, caches, build output and
 whatever the ``.gitignore`` files of the walked folders and of their parents (up to
 the repository root) exclude are skipped. Files named explicitly on the command
 line are always taken.
@@ -185,7 +185,7 @@ def _walk(folder: str, excludes: tuple[tuple[str, str], ...], seen: set[str],
             if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info") or _is_virtualenv(entry.path):
                 continue
             yield from _walk(entry.path, excludes, seen, active)
-        elif entry.name.endswith(".py") and entry.is_file() and entry.path not in seen:
+        elif entry.name.endswith((".py", ".ipynb")) and entry.is_file() and entry.path not in seen:
             seen.add(entry.path)
             yield entry.path
 

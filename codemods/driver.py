@@ -28,6 +28,7 @@ class FileReport:
     diff: str = ""
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None  # "line:col: reason"
+    error_cell: int | None = None  # notebooks: the 1-based cell the error's line is in
     skipped: str | None = None
 
     @property
@@ -50,6 +51,10 @@ def unified_diff(before: str, after: str, path: str) -> str:
 
 def process_file(path: str, config: Config, mode: Mode, role: FileRole | None = None) -> FileReport:
     """Transform one file; in ``write`` mode replace it atomically when it changed."""
+    if path.endswith(".ipynb"):  # the code cells are rewritten as one program
+        from .notebooks import process_notebook
+
+        return process_notebook(path, config, mode)
     report = FileReport(path)
     try:
         with open(path, "rb") as handle:

@@ -169,6 +169,10 @@ def review_files(paths: Sequence[str], config: Config, session: Session | None =
 
 def _review_file(path: str, config: Config, role, session: Session) -> FileReport:
     report = FileReport(path)
+    if path.endswith(".ipynb"):  # left as they are: review them with `devmod apply --diff`
+        report.skipped = "notebooks are not reviewed interactively"
+        click.echo(f"{path}: notebook left unchanged: review it with `devmod apply --diff`", err=True)
+        return report
     try:
         with open(path, "rb") as handle:
             data = handle.read()

@@ -10,6 +10,7 @@ from codemods.engine import transform_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+NOTEBOOKS = sorted((ROOT / "examples").glob("*.ipynb"))
 _EXPECT = re.compile(r"^# expect-before: (device-error|cpu-failure|clean)$", re.M)
 
 

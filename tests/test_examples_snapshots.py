@@ -15,7 +15,8 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from codemods.driver import unified_diff
 from codemods.engine import transform_source
-from examples_support import EXAMPLES, ROOT, expectation, rewritten
+from codemods.notebooks import cell_diff, transform_notebook
+from examples_support import EXAMPLES, NOTEBOOKS, ROOT, expectation, rewritten
 
 SNAPSHOTS = ROOT / "snapshots"
 # syrupy wants snapshot names that start with the test name; ours are the example names.
@@ -77,7 +78,17 @@ def test_example_is_documented(example: Path) -> None:
     expectation(example)
 
 
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_example_diff(notebook: Path, snapshot_diff) -> None:
+    """A notebook's snapshot is `devmod apply --diff` of it: one hunk group per changed cell."""
+    text = notebook.read_text(encoding="utf-8")
+    result = transform_notebook(text, str(notebook))
+    assert result.changed, "devmod must fix this example"
+    assert transform_notebook(result.output, str(notebook)).output == result.output, "a second run changes nothing"
+    assert cell_diff(result, f"examples/{notebook.name}") == snapshot_diff
+
+
 def test_every_example_has_a_snapshot_and_no_snapshot_is_stale() -> None:
-    names = {p.stem for p in EXAMPLES}
+    names = {p.stem for p in EXAMPLES + NOTEBOOKS}
     stored = {p.stem for p in SNAPSHOTS.glob("*.diff")}
     assert stored == names, f"missing: {sorted(names - stored)}, stale: {sorted(stored - names)}"

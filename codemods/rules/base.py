@@ -56,8 +56,11 @@ class Finding:
     fixed: bool
     safety: Safety
     replacement: str | None = None  # what an unapplied unsafe fix would write
+    cell: int | None = None  # notebooks: the 1-based cell; ``line`` is then the line in that cell
 
     def format(self, path: str) -> str:
+        if self.cell is not None:
+            path = f"{path}:cell-{self.cell}"
         status = "fixed" if self.fixed else ("unsafe fix available, use --unsafe-fixes" if self.replacement is not None else "not fixed")
         text = f"{path}:{self.line}:{self.column}: {self.code} {self.message} [{status}]"
         if self.replacement is not None and not self.fixed:

@@ -23,6 +23,10 @@ is unchanged. Put the script's own arguments after `--`:
 \b
     devmod verify train.py -- --epochs 1 --batch-size 8
 
+A notebook (.ipynb) runs its code cells in order as one script from its own
+folder (IPython lines such as !pip are skipped); a device error names the cell
+and the line in it: train.ipynb:cell-6:5.
+
 Where it runs: on the real GPU when torch.cuda.is_available() is True, else on a
 simulated cuda:0. The simulation needs no GPU and no CUDA build of PyTorch:
 torch.cuda.is_available() returns True, every tensor carries a virtual device
@@ -69,6 +73,10 @@ The same simulation runs a pytest suite: pytest -p codemods.pytest_plugin
 def verify(ctx: click.Context, script: str, args: tuple[str, ...], mode: str | None, compare: bool,
            as_json: bool, show_traceback: bool) -> None:
     simulate = _choose_simulation(ctx, mode)
+    if script.endswith(".ipynb"):  # the code cells run in order; errors name the cell
+        from ..notebook_verify import verify_notebook
+
+        ctx.exit(verify_notebook(script, args, simulate, compare, as_json, show_traceback))
     if compare:
         ctx.exit(_compare(script, args, simulate, as_json))
     from .runner import run_script

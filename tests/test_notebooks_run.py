@@ -1,0 +1,106 @@
+"""Notebooks run for real: `devmod verify` on the simulated GPU, and a Jupyter kernel (nbclient +
+ipykernel, CPU torch) executing the notebook before and after the rewrite."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from codemods.cli import main
+
+pytest.importorskip("torch")
+HERE = Path(__file__).resolve().parent
+COLAB = HERE / "notebooks" / "colab_export.ipynb"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_verify_names_the_cell_and_line_of_a_device_error(tmp_path: Path) -> None:
+    path = Path(shutil.copy(COLAB, tmp_path / "train.ipynb"))
+    code, _, err = run("verify", "--simulate", str(path))
+    assert code == 3, err
+    assert f"{path}:cell-6:4: device error on simulated cuda:0" in err
+    assert "    loss = loss_fn(model(x), y)  # the batch stays on the CPU" in err
+    assert "DM203" in err and "IPython line(s)" in err
+    run("apply", str(path))
+    code, _, err = run("verify", "--simulate", str(path))
+    assert code == 0, err
+    assert "ran clean on simulated cuda:0 (model parameters on cuda:0)" in err
+
+
+def test_verify_json_and_traceback_point_at_cells(tmp_path: Path) -> None:
+    import json
+
+    path = Path(shutil.copy(COLAB, tmp_path / "train.ipynb"))
+    code, out, _ = run("verify", "--simulate", "--json", str(path))
+    outcome = json.loads(out)
+    assert code == 3 and outcome["location"] == f"{path}:cell-6:4" and outcome["rule"] == "DM203"
+    assert f'File "{path}", cell 6, line 4' in outcome["traceback"]
+
+
+def kernel_notebook(path: Path) -> Path:
+    """A notebook with magics, written for a GPU: `.cuda()`, `device='cuda'` and a batch left on the CPU."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Train a tiny model"),
+        nbformat.v4.new_code_cell("!echo setting up\n%config InlineBackend.figure_format = 'png'"),
+        nbformat.v4.new_code_cell("import torch\nimport torch.nn as nn"),
+        nbformat.v4.new_code_cell("torch.manual_seed(0)\nmodel = nn.Linear(4, 2).cuda()\n"
+                                  "batches = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]"),
+        nbformat.v4.new_code_cell("%%time\nfor x, y in batches:\n"
+                                  "    loss = nn.functional.cross_entropy(model(x), y)\n    loss.backward()"),
+        nbformat.v4.new_code_cell("model?\nprobe = torch.ones(1, 4, device='cuda')\n"
+                                  "print('done', model(probe).shape, next(model.parameters()).device)"),
+    ]
+    nbformat.write(nb, path)
+    return path
+
+
+def execute(path: Path):
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=180, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def test_a_real_jupyter_kernel_runs_the_rewritten_notebook(tmp_path: Path) -> None:
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    from nbclient.exceptions import CellExecutionError
+
+    path = kernel_notebook(tmp_path / "train.ipynb")
+    original_magics = [c.source.splitlines()[0] for c in nbformat.read(path, as_version=4).cells[1:]]
+    with pytest.raises(CellExecutionError) as failure:  # CPU torch: the GPU-only notebook fails
+        execute(path)
+    assert "cell-3" not in str(failure.value) and ".cuda()" in str(failure.value)
+
+    code, _, err = run("apply", str(path))
+    assert code == 0, err
+    rewritten = nbformat.read(path, as_version=4)
+    assert [c.source.splitlines()[0] for c in rewritten.cells[1:]] == original_magics
+    executed = execute(path)
+    text = "".join(out.get("text", "") for cell in executed.cells if cell.cell_type == "code"
+                   for out in cell.outputs)
+    assert "setting up" in text and "Wall time" in text  # the shell escape and %%time ran
+    assert "done torch.Size([1, 2]) cpu" in text
+
+
+def test_the_notebook_example_fails_before_and_runs_clean_after(tmp_path: Path) -> None:
+    path = Path(shutil.copy(HERE.parent / "examples" / "22_colab_training.ipynb", tmp_path / "22.ipynb"))
+    code, _, err = run("verify", "--simulate", str(path))
+    assert code == 3 and f"{path}:cell-6:5: device error" in err and "DM203" in err
+    assert run("apply", str(path))[0] == 0
+    code, _, err = run("verify", "--simulate", str(path))
+    assert code == 0 and "model parameters on cuda:0" in err

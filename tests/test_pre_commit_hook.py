@@ -90,3 +90,11 @@ def test_try_repo_blocks_a_commit_with_cuda_and_rewrites_it(hook_repo, tmp_path)
     # devmod-check runs after the fix on the rewritten files: it fails only for the finding left.
     assert lines["devmod (check device placement)"].endswith("Failed"), out
     assert "would rewrite" not in out.split("devmod (check device placement)", 1)[1]
+
+
+def test_fail_on_findings_and_its_opt_out(tmp_path):
+    """The hook's entry passes --fail-on-findings; `args: [--no-fail-on-findings]` comes after it and wins."""
+    (tmp_path / "legacy.py").write_text(REPORT_ONLY)
+    base = [sys.executable, "-m", "codemods", "apply", "--fail-on-findings", str(tmp_path / "legacy.py")]
+    assert subprocess.run(base, capture_output=True, timeout=120).returncode == 1
+    assert subprocess.run(base + ["--no-fail-on-findings"], capture_output=True, timeout=120).returncode == 0

@@ -9,3 +9,6 @@
 
 Only ``github_client`` needs the optional ``review`` extra; the rest is plain Python.
 """
+
+# Where rule links in comments point: the rule catalogue (docs/rules.md) of devmod's repository.
+RULES_DOC_URL = "https://github.com/devmod/devmod/blob/main/docs/rules.md"

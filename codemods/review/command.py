@@ -9,11 +9,10 @@ import sys
 import click
 
 from ..config import ConfigError, find_pyproject, load_config
-from ..rules import all_rules
 from .errors import GitHubApiError
 from .event import EventError, Target, environment, read_target
 from .gitdiff import GitError, git, resolve
-from .suggestions import RULES_DOC_URL
+from . import RULES_DOC_URL  # the engine and its rules are imported only when a review runs
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -79,6 +78,7 @@ def review(paths: tuple[str, ...], mode: str, repo: str | None, pr: int | None, 
     if not target.token and not dry_run:
         _fail("no GitHub token: set GITHUB_TOKEN (in a workflow: `env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}`), "
               "or use --dry-run to print the review without sending it")
+    from ..rules import all_rules
     try:
         config = load_config(find_pyproject([root]), [r.CODE for r in all_rules()])
     except ConfigError as exc:

@@ -17,10 +17,10 @@ from typing import Sequence
 
 from ..rules import rule_by_code
 from ..rules.base import Finding
+from . import RULES_DOC_URL
 
 SHARED_DEVICE_CODE = "DM101"
 _DEVICE_DEFINITION = re.compile(r"^\s*\"?\w+\s*=\s*\(?\s*\w+\.(device|accelerator)\b")  # a notebook line is a JSON string
-RULES_DOC_URL = "https://github.com/devmod/devmod/blob/main/docs/rules.md"
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,20 @@
-"""How fast is devmod, relative to just parsing the same files? (`python benchmarks/bench_engine.py`)
+"""How fast is devmod, next to just parsing the same files? (`python benchmarks/bench_engine.py [CORPUS]`)
 
-Absolute times depend on the machine, so every number is reported next to a baseline
-measured IN THE SAME RUN on the same corpus:
+Absolute times depend on the machine, so every number is printed next to baselines measured
+IN THE SAME RUN on the same files, with the repeats interleaved (one round runs every
+measurement once, then the next round), so a burst of load on a shared machine hits all rows:
 
-  baseline  ast.parse              CPython's own parser (the floor for any Python tool)
-  baseline  libcst parse + code    libcst.parse_module + module.code (the floor for a libcst codemod)
-  devmod    engine, in-process     codemods.engine.transform_source on each file, one process
-  devmod    apply --check -j N     the real CLI end to end in a subprocess (start-up, discovery, pool)
+  ast.parse                     CPython's own parser, one process (the floor for any Python tool)
+  libcst parse + codegen        libcst.parse_module(src).code, one process (the floor for a libcst codemod)
+  devmod apply --check -j N     the real CLI end to end in a subprocess; "cold" starts from an empty
+                                cache folder, "warm" re-runs on the cache the cold run left
+  torchfix -j 2                 TorchFix, when --torchfix names its executable (it pins an older
+                                libcst, so it lives in its own virtual environment)
 
-The corpus is generated from templates (training scripts, nn.Modules, data pipelines)
-into a temporary folder; nothing is written anywhere else. Not a test: timings are
-never asserted.
+Then the scaling check (one module repeated 1, 2, 4 and 8 times in one file, in-process) and
+the peak resident memory of the CLI's main process and of its largest worker.
+CORPUS is a folder (searched like `devmod apply` does) or omitted for a generated corpus. The
+benchmark fetches nothing and writes only to a temporary folder. Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ import argparse
 import ast
 import os
 import random
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Callable
 
@@ -30,12 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import libcst as cst  # noqa: E402
-from importlib.metadata import version  # noqa: E402
 
 from codemods.config import Config  # noqa: E402
-from codemods.engine import transform_source  # noqa: E402
-
-LIBCST_VERSION = version("libcst")
+from codemods.discovery import iter_python_files  # noqa: E402
+from codemods.engine import SourceError, transform_source  # noqa: E402
 
 HEADER = '''"""Generated benchmark file {index}."""
 import math
@@ -125,6 +130,15 @@ def helper_{n}(values, factor: float = {dim}.0):
 
 TEMPLATES = (MODEL, DATASET, TRAIN, EVAL, PLAIN, PLAIN)
 
+# Runs the CLI in a process of its own and prints its peak RSS and its largest child's (a worker).
+CLI_WITH_RSS = (
+    "import resource, sys\n"
+    "from codemods.cli import main\n"
+    "try:\n    main(sys.argv[1:], prog_name='devmod')\nexcept SystemExit:\n    pass\n"
+    "sys.stderr.write('\\nDEVMOD-RSS-KB %d %d\\n' % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+    " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+)
+
 
 def make_corpus(folder: Path, files: int, lines: int, seed: int = 0) -> list[Path]:
     """``files`` torch files of about ``lines`` lines each, built from the templates."""
@@ -145,63 +159,194 @@ def make_corpus(folder: Path, files: int, lines: int, seed: int = 0) -> list[Pat
     return paths
 
 
-def timed(function: Callable[[], object], repeat: int) -> float:
-    """Best of ``repeat`` runs (the least disturbed by other load on the machine)."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
+class Row:
+    """One measurement: wall and CPU seconds over the rounds, and the peak RSS seen (KiB: main, worker).
+
+    CPU seconds (user + system, workers included) are shown too: on a machine shared with other
+    work, wall time mostly measures the neighbours, CPU time much less so.
+    """
+
+    def __init__(self, name: str, run: Callable[[], tuple[float, float, tuple[int, int] | None]]) -> None:
+        self.name, self.run, self.times, self.cpu, self.rss = name, run, [], [], (0, 0)
+
+    def once(self) -> None:
+        seconds, cpu, rss = self.run()
+        self.times.append(seconds)
+        self.cpu.append(cpu)
+        if rss:
+            self.rss = (max(self.rss[0], rss[0]), max(self.rss[1], rss[1]))
+
+
+def in_process(function: Callable[[], object]) -> Callable[[], tuple[float, float, None]]:
+    def run() -> tuple[float, float, None]:
+        start, cpu = time.perf_counter(), time.process_time()
         function()
-        best = min(best, time.perf_counter() - start)
-    return best
+        return time.perf_counter() - start, time.process_time() - cpu, None
+    return run
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def subprocess_run(command: list[str], env: dict[str, str] | None = None
+                   ) -> tuple[float, float, tuple[int, int] | None]:
+    start, cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
+    if done.returncode not in (0, 1):
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        print(f"  note: {' '.join(command[:3])}... exited {done.returncode}: {' / '.join(tail)}", file=sys.stderr)
+    for line in done.stderr.splitlines():
+        if line.startswith("DEVMOD-RSS-KB"):
+            main_kb, worker_kb = map(int, line.split()[1:])
+            return seconds, cpu, (main_kb, worker_kb)
+    return seconds, cpu, None
+
+
+def devmod_rows(corpus: Path, jobs: int, scratch: Path) -> list[Row]:
+    """Cold (a fresh cache folder each round) and warm (the folder the cold run just filled)."""
+    state = {"round": 0}
+    base = [sys.executable, "-c", CLI_WITH_RSS, "apply", "--check", "-q", "-j", str(jobs), str(corpus)]
+
+    def env_for(round_: int) -> dict[str, str]:
+        return {**os.environ, "DEVMOD_CACHE_DIR": str(scratch / f"cache-j{jobs}-{round_}"),
+                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+    def cold() -> tuple[float, float, tuple[int, int] | None]:
+        state["round"] += 1
+        return subprocess_run(base, env_for(state["round"]))
+
+    def warm() -> tuple[float, float, tuple[int, int] | None]:
+        return subprocess_run(base, env_for(state["round"]))
+
+    return [Row(f"devmod apply --check -j {jobs}, cold", cold), Row(f"devmod apply --check -j {jobs}, warm", warm)]
+
+
+def scaling(text: str, copies: tuple[int, ...] = (1, 2, 4, 8), repeat: int = 1) -> list[tuple[int, float, float]]:
+    """(copies, libcst seconds, devmod seconds) for ``text`` repeated in one module, in-process."""
+    config, rows = Config(), []
+    for count in copies:
+        module = "\n".join([text] * count)
+        parse = min(_seconds(lambda: cst.parse_module(module).code) for _ in range(repeat))
+        engine = min(_seconds(lambda: _transform(module, config)) for _ in range(repeat))
+        rows.append((count, parse, engine))
+    return rows
+
+
+def _transform(text: str, config: Config) -> None:
+    try:
+        transform_source(text, "bench.py", config)
+    except SourceError:
+        pass
+
+
+def _seconds(function: Callable[[], object]) -> float:
+    start = time.process_time()
+    function()
+    return time.process_time() - start
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--files", type=int, default=20, help="corpus size (default 20)")
-    parser.add_argument("--lines", type=int, default=150, help="about this many lines per file (default 150)")
-    parser.add_argument("--jobs", type=int, default=2, help="-j for the end-to-end run (default 2)")
-    parser.add_argument("--repeat", type=int, default=1, help="best of N for each measurement (default 1)")
-    parser.add_argument("--corpus", type=Path, help="time these .py files instead of a generated corpus")
+    parser.add_argument("corpus", nargs="?", type=Path, help="a folder of Python files (default: generated)")
+    parser.add_argument("--files", type=int, default=20, help="generated corpus: files (default 20)")
+    parser.add_argument("--lines", type=int, default=150, help="generated corpus: lines per file (default 150)")
+    parser.add_argument("--jobs", default="1,2", help="-j values for the CLI rows (default 1,2)")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds; medians are shown (default 3)")
+    parser.add_argument("--torchfix", help="TorchFix's executable, e.g. /path/to/torchfix-venv/bin/torchfix")
+    parser.add_argument("--scaling-file", type=Path,
+                        help="the module repeated 1-8 times (default: the generated training file)")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the scaling check")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="devmod-bench-") as tmp:
-        folder = Path(tmp)
-        if args.corpus:
-            sources = sorted(args.corpus.rglob("*.py")) if args.corpus.is_dir() else [args.corpus]
-            paths = []
-            for index, source in enumerate(sources):
-                paths.append(folder / f"{index:04d}_{source.name}")
-                paths[-1].write_bytes(source.read_bytes())
+        scratch = Path(tmp)
+        if args.corpus is None:
+            (scratch / "corpus").mkdir()
+            make_corpus(scratch / "corpus", args.files, args.lines)
+            corpus = scratch / "corpus"
         else:
-            paths = make_corpus(folder, args.files, args.lines)
-        texts = [p.read_text(encoding="utf-8") for p in paths]
+            corpus = args.corpus.resolve()
+        files = list(iter_python_files([str(corpus)], []))
+        texts = []
+        for path in files:
+            try:
+                texts.append(Path(path).read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, OSError):
+                pass
         total_lines = sum(t.count("\n") for t in texts)
-        print(f"corpus: {len(texts)} files, {total_lines} lines, {sum(map(len, texts)) / 1e6:.2f} MB; "
-              f"python {sys.version.split()[0]}, libcst {LIBCST_VERSION}, "
-              f"{os.cpu_count()} cores")
+        torch_files = sum("torch" in t for t in texts)
+        print(f"corpus: {corpus.name}: {len(texts)} files ({torch_files} mention torch), {total_lines} lines, "
+              f"{sum(map(len, texts)) / 1e6:.1f} MB; python {sys.version.split()[0]}, "
+              f"libcst {version('libcst')}, {os.cpu_count()} cores, {args.repeat} interleaved rounds")
 
-        config = Config()
-        changed = sum(transform_source(t, "bench.py", config).changed for t in texts[:3])
-        assert changed, "the corpus does not exercise the rules"
+        def libcst_round_trip() -> None:
+            for text in texts:
+                try:
+                    cst.parse_module(text).code
+                except Exception:  # noqa: BLE001 - a file libcst cannot parse costs what it costs
+                    pass
 
-        rows = [
-            ("baseline: ast.parse", timed(lambda: [ast.parse(t) for t in texts], args.repeat)),
-            ("baseline: libcst parse + code", timed(lambda: [cst.parse_module(t).code for t in texts], args.repeat)),
-            ("devmod engine, in-process, jobs=1",
-             timed(lambda: [transform_source(t, "bench.py", config) for t in texts], args.repeat)),
-        ]
-        command = [sys.executable, "-m", "codemods", "apply", "--check", "-q", "-j", str(args.jobs), str(folder)]
-        rows.append((f"devmod apply --check -j {args.jobs} (subprocess)",
-                     timed(lambda: subprocess.run(command, capture_output=True, check=False), args.repeat)))
-        startup = timed(lambda: subprocess.run([sys.executable, "-m", "codemods", "--version"],
-                                               capture_output=True, check=False), args.repeat)
-        rows.append(("  of which CLI start-up (devmod --version)", startup))
+        def ast_parse() -> None:
+            for text in texts:
+                try:
+                    ast.parse(text)
+                except SyntaxError:
+                    pass
 
-    base = rows[1][1]
-    print(f"\n{'measurement':46} {'seconds':>9} {'ms/file':>9} {'lines/s':>9} {'x libcst':>9}")
-    for name, seconds in rows:
-        print(f"{name:46} {seconds:9.2f} {seconds * 1000 / len(texts):9.1f} "
-              f"{total_lines / seconds:9.0f} {seconds / base:9.1f}")
+        rows = [Row("ast.parse (1 process)", in_process(ast_parse)),
+                Row("libcst parse + codegen (1 process)", in_process(libcst_round_trip))]
+        for jobs in (int(j) for j in args.jobs.split(",")):
+            rows.extend(devmod_rows(corpus, jobs, scratch))
+        if args.torchfix:
+            rows.append(Row("torchfix -j 2", lambda: subprocess_run([args.torchfix, "-j", "2", str(corpus)])))
+        for round_ in range(args.repeat):
+            for row in rows:
+                row.once()
+            print(f"  round {round_ + 1}/{args.repeat} done", file=sys.stderr)
+
+    base, base_cpu = statistics.median(rows[1].times), statistics.median(rows[1].cpu)
+    print(f"\n{'measurement (medians)':38} {'wall s':>8} {'x libcst':>9} {'CPU s':>8} {'x libcst':>9} "
+          f"{'RSS main':>9} {'RSS worker':>11}")
+    for row in rows:
+        median, cpu = statistics.median(row.times), statistics.median(row.cpu)
+        main_mib, worker_mib = (f"{kb / 1024:.0f} MiB" if kb else "" for kb in row.rss)
+        print(f"{row.name:38} {median:8.2f} {median / base:9.2f} {cpu:8.2f} {cpu / base_cpu:9.2f} "
+              f"{main_mib:>9} {worker_mib:>11}")
+
+    by_name = {row.name: statistics.median(row.times) for row in rows}
+    by_cpu = {row.name: statistics.median(row.cpu) for row in rows}
+    cold2 = by_name.get("devmod apply --check -j 2, cold")
+    warm2 = by_name.get("devmod apply --check -j 2, warm")
+    torchfix = by_name.get("torchfix -j 2")
+    worker_peak = max((max(r.rss) for r in rows if r.rss), default=0) / 1024
+    print("\ntargets (issue 9):")
+    if cold2:
+        cold2_cpu = by_cpu["devmod apply --check -j 2, cold"]
+        print(f"  cold -j 2 / libcst round trip  = {cold2 / base:6.2f}x wall, {cold2_cpu / base_cpu:6.2f}x CPU"
+              "   (target <= 1.0x)")
+    if cold2 and torchfix:
+        print(f"  torchfix / cold -j 2           = {torchfix / cold2:6.2f}x wall, "
+              f"{by_cpu['torchfix -j 2'] / cold2_cpu:6.2f}x CPU   (target >= 10x)")
+    if warm2:
+        print(f"  warm -j 2                      = {warm2:6.2f} s   (target < 0.5 s)")
+    print(f"  peak RSS of any process        = {worker_peak:6.0f} MiB (target < 200 MiB per worker)")
+
+    if not args.no_scaling:  # in-process CPU seconds: the least disturbed by other load
+        if args.scaling_file:
+            text = args.scaling_file.read_text(encoding="utf-8")
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                text = make_corpus(Path(tmp), 1, 150)[0].read_text()
+        results = scaling(text, repeat=args.repeat)
+        print(f"\nscaling: one module ({text.count(chr(10))} lines) repeated in one file, in-process, CPU s (best of "
+              f"{args.repeat})")
+        print(f"{'copies':>6} {'libcst s':>9} {'x one':>6} {'devmod s':>9} {'x one':>6}")
+        for count, parse, engine in results:
+            print(f"{count:6} {parse:9.3f} {parse / results[0][1]:6.2f} {engine:9.3f} {engine / results[0][2]:6.2f}")
+        print(f"  8 copies / one copy (devmod)   = {results[-1][2] / results[0][2]:6.2f}x   (target <= 8.5x)")
 
 
 if __name__ == "__main__":

@@ -17,9 +17,10 @@ import click
 from . import __version__
 from .config import DEVICE_STYLES, ConfigError, find_pyproject, load_config, validate_codes
 from .discovery import Exclude, iter_python_files
+from .cache import Cache
+from .codes import rule_codes
 from .driver import FileReport, process_files
-from .rules import all_rules
-from .catalogue import explain_rule, rules_table
+from .executors import ExecutorError, open_executor
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -27,7 +28,7 @@ EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
     raw = [c for item in value for c in item.split(",") if c.strip()]
     try:
-        return tuple(validate_codes(raw, [r.CODE for r in all_rules()], f"--{param.name}"))
+        return tuple(validate_codes(raw, list(rule_codes()), f"--{param.name}"))
     except ConfigError as exc:
         raise click.BadParameter(str(exc).split(": ", 1)[-1]) from exc
 
@@ -61,6 +62,10 @@ def main() -> None:
 @click.option("--device-style", type=click.Choice(DEVICE_STYLES),
               help="How the shared device is chosen: cuda (default), cuda-mps, accelerator.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
+@click.option("--no-cache", is_flag=True,
+              help="Neither read nor store results in the cache (default: ~/.cache/devmod or $DEVMOD_CACHE_DIR).")
+@click.option("--executor", metavar="URL",
+              help="Run on a Dask cluster instead of local processes: dask://HOST:PORT (needs devmod[dask]).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "rdjson", "sarif"]),
               default="text", show_default=True,
               help="How findings are printed (json and github for bots and CI; rdjson for reviewdog and sarif "
@@ -75,8 +80,9 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
           select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
-          device_name: str | None, device_style: str | None, jobs: int | None, output_format: str,
-          interactive: bool, fail_on_findings: bool, verbose: bool, quiet: bool) -> None:
+          device_name: str | None, device_style: str | None, jobs: int | None, no_cache: bool,
+          executor: str | None, output_format: str, interactive: bool, fail_on_findings: bool, verbose: bool,
+          quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
     Folders are searched for *.py and *.ipynb (notebooks: the code cells are
@@ -102,7 +108,7 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     if device_name is not None and not device_name.isidentifier():
         raise click.BadParameter(f"{device_name!r} is not a Python identifier", param_hint="--device-name")
     try:
-        config = load_config(find_pyproject(paths), [r.CODE for r in all_rules()])
+        config = load_config(find_pyproject(paths), list(rule_codes()))
     except ConfigError as exc:
         click.echo(f"devmod: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
@@ -124,8 +130,14 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
                        "request", err=True)
     else:
         from .progress import progress_bar
-        reports = list(progress_bar(process_files(files, config, mode, jobs), len(files),
-                                    enabled=output_format not in ("json", "rdjson", "sarif")))
+        cache = None if no_cache else Cache(config)
+        try:
+            with open_executor(executor) as pool:
+                reports = list(progress_bar(process_files(files, config, mode, jobs, cache=cache, executor=pool),
+                                            len(files), enabled=output_format not in ("json", "rdjson", "sarif")))
+        except ExecutorError as exc:
+            click.echo(f"devmod: error: {exc}", err=True)
+            sys.exit(EXIT_ERROR)
     _print_reports(reports, mode, output_format, verbose, quiet)
     errors = sum(1 for r in reports if r.error)
     if errors:
@@ -206,6 +218,7 @@ def _as_json(report: FileReport) -> dict:
 @click.argument("code", required=False)
 def rules(code: str | None) -> None:
     """List every rule, or explain one (`devmod rules DM103`)."""
+    from .catalogue import explain_rule, rules_table  # late: it imports the rules and libcst
     if code is None:
         click.echo(rules_table())
         return

@@ -1,24 +1,30 @@
-"""Runs the engine over many files: read, transform, diff or write, in a process pool.
+"""Runs the engine over many files: read, transform, diff or write, in a process pool or any executor.
 
 One bad file never stops the others; each file's outcome comes back as a FileReport.
+This module imports no parser: the engine (and libcst) is imported where a file is
+transformed, so a run answered from the cache, and a pool worker, load only what they use.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
+import sys
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Literal
+from typing import Iterable, Iterator, Literal, Sequence
 
+from .cache import Cache, Outcome
 from .analysis.project import FileRole, ProjectIndex
 from .config import Config
-from .engine import SourceError, transform_source
-from .rules.base import Finding
+from .findings import Finding
 from .source_file import decode_source, write_atomic
 
 Mode = Literal["write", "diff", "check"]
+CHUNK_MAX = 16  # files per task: enough to hide the hand-off, few enough to balance the workers
 
 
 @dataclass
@@ -40,6 +46,14 @@ class FileReport:
         return [f for f in self.findings if not f.fixed]
 
 
+def __getattr__(name: str):
+    """``transform_source`` and ``SourceError`` come from the engine, imported on first use."""
+    if name in ("transform_source", "SourceError"):
+        from . import engine
+        return getattr(engine, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def unified_diff(before: str, after: str, path: str) -> str:
     """A reviewable unified diff; line endings are normalised only for display."""
     shown = path.replace(os.sep, "/").lstrip("/")
@@ -49,73 +63,229 @@ def unified_diff(before: str, after: str, path: str) -> str:
                    for line in lines).replace("\r\n", "\n")
 
 
-def process_file(path: str, config: Config, mode: Mode, role: FileRole | None = None) -> FileReport:
-    """Transform one file; in ``write`` mode replace it atomically when it changed."""
-    if path.endswith(".ipynb"):  # the code cells are rewritten as one program
-        from .notebooks import process_notebook
-
-        return process_notebook(path, config, mode)
-    report = FileReport(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        report.error = f"0:0: cannot read: {exc.strerror or exc}"
-        return report
+def transform_bytes(data: bytes, path: str, config: Config, role: FileRole | None = None) -> tuple[Outcome, bool]:
+    """The engine's verdict on a file's bytes, and whether it may be cached (it depends on
+    nothing but its key: no internal error, which a fixed devmod should not repeat)."""
     if b"torch" not in data:
-        report.skipped = "does not use torch"
-        return report
+        return Outcome(skipped="does not use torch"), True
     try:
         text = decode_source(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        report.error = f"0:0: cannot decode: {exc}"
-        return report
+        return Outcome(error=f"0:0: cannot decode: {exc}"), True
+    this = sys.modules[__name__]  # module attributes, so tests and embedders can wrap the engine
+    SourceError, transform_source = this.SourceError, this.transform_source
     try:
         result = transform_source(text.text, path, config, role=role)
     except SourceError as exc:
-        report.error = f"{exc.line}:{exc.column}: {exc.message}"
-        return report
+        return Outcome(error=f"{exc.line}:{exc.column}: {exc.message}"), "internal error" not in exc.message
     except RecursionError:
-        report.error = "0:0: cannot process: nesting too deep"
-        return report
+        return Outcome(error="0:0: cannot process: nesting too deep"), True
     except Exception as exc:  # a rule bug must cost one file, never the run
-        report.error = (f"0:0: internal error ({type(exc).__name__}: {exc}); file left unchanged, "
-                        "please report this")
+        return Outcome(error=(f"0:0: internal error ({type(exc).__name__}: {exc}); file left unchanged, "
+                              "please report this")), False
+    outcome = Outcome(findings=result.findings, skipped=result.skipped)
+    if result.changed and text.encode(result.output) != data:
+        outcome.new_data = text.encode(result.output)
+    return outcome, True
+
+
+def finish(path: str, outcome: Outcome, mode: Mode, data: bytes | None = None,
+           location: str | None = None) -> FileReport:
+    """Turn an outcome into a report: show the diff, or write the file (``write`` mode)."""
+    location = location or path
+    report = FileReport(path, error=outcome.error)
+    if outcome.error is not None:
         return report
-    report.findings, report.skipped = result.findings, result.skipped
-    if not result.changed:
-        return report
-    new_data = text.encode(result.output)
-    if new_data == data:
+    report.findings, report.skipped = list(outcome.findings), outcome.skipped
+    if outcome.new_data is None:
         return report
     report.changed = True
     if mode == "diff":
-        report.diff = unified_diff(text.text, result.output, path)
+        if data is None:
+            data = _read(location)
+        report.diff = unified_diff(decode_source(data).text, decode_source(outcome.new_data).text, path)
     elif mode == "write":
         try:
-            write_atomic(path, new_data)
+            write_atomic(location, outcome.new_data)
         except OSError as exc:
             report.error = f"0:0: cannot write: {exc.strerror or exc}"
             report.changed = False
     return report
 
 
-def _process_star(args: tuple[str, Config, Mode, FileRole | None]) -> FileReport:
-    return process_file(*args)
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
-def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | None = None) -> Iterator[FileReport]:
-    """Reports in input order; a pool only when there is enough work to pay for it."""
+def _read_with_stat(path: str) -> tuple[bytes, os.stat_result]:
+    with open(path, "rb") as handle:
+        stat = os.fstat(handle.fileno())  # taken before reading: an edit after it changes the mtime
+        return handle.read(), stat
+
+
+def process_file(path: str, config: Config, mode: Mode, role: FileRole | None = None) -> FileReport:
+    """Transform one file; in ``write`` mode replace it atomically when it changed."""
+    return _work(path, config, mode, None, role=role)[0]
+
+
+# What a worker sends back for one file: the report, and (key, outcome, stat) when it may be cached.
+_Result = tuple[FileReport, "tuple[str, Outcome, os.stat_result] | None"]
+
+
+def _work(path: str, config: Config, mode: Mode, settings: str | None, location: str | None = None,
+          role: FileRole | None = None) -> _Result:
+    """``path`` as the user gave it (reports, diffs); ``location`` to read it from, if elsewhere
+    (an absolute path for a cluster worker, whose working folder is not ours)."""
+    location = location or path
+    if path.endswith(".ipynb"):  # the code cells are rewritten as one program (not cached)
+        from .notebooks import process_notebook
+
+        return process_notebook(location, config, mode), None
+    try:
+        data, stat = _read_with_stat(location)
+    except OSError as exc:
+        return FileReport(path, error=f"0:0: cannot read: {exc.strerror or exc}"), None
+    outcome, cacheable = transform_bytes(data, path, config, role)
+    report = finish(path, outcome, mode, data, location)
+    stored = (Cache.make_key(settings, location, data, role_key(role)), outcome, stat) \
+        if settings and cacheable else None
+    return report, stored
+
+
+def _work_chunk(items: Sequence[tuple[str, str, FileRole]], config: Config, mode: Mode,
+                settings: str | None) -> list[_Result]:
+    return [_work(path, config, mode, settings, location, role) for path, location, role in items]
+
+
+def role_key(role: FileRole | None) -> str:
+    """What the project index says of a file, as a stable string (sets sorted) for cache keys:
+    a file's result depends on the rest of its project too."""
+    if role is None:
+        return ""
+    values = dataclasses.asdict(role) if dataclasses.is_dataclass(role) else dict(vars(role))
+    return repr(sorted((k, sorted(v) if isinstance(v, (set, frozenset)) else v) for k, v in values.items()))
+
+
+def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | None = None,
+                  cache: Cache | None = None, executor: Executor | None = None) -> Iterator[FileReport]:
+    """Reports in input order.
+
+    ``cache``: answer unchanged files from it and store what is computed. ``executor``: any
+    ``concurrent.futures`` executor (a Dask client's, for a cluster) instead of the default
+    local process pool; its workers must see the same files and have devmod installed.
+    """
     paths = list(paths)
     # One read of the whole project with ``ast``: which files are imported, which functions
     # are driver code, which names build models. Every file's rewrite needs it.
-    index = ProjectIndex.around(paths)
-    roles = [index.role_for(p) for p in paths]
+    project = ProjectIndex.around(paths)
+    roles = [project.role_for(p) for p in paths]
+    reports: dict[int, FileReport] = {}
+    todo: list[int] = []
+    for index, path in enumerate(paths):
+        report = _from_cache(cache, path, mode, roles[index]) if cache is not None else None
+        if report is None:
+            todo.append(index)
+        else:
+            reports[index] = report
+    settings = cache.settings if cache is not None else None
+    results = _run(paths, roles, todo, config, mode, settings, jobs, executor)
+    for index in range(len(paths)):
+        while index not in reports:
+            done_index, (report, stored) = next(results)
+            reports[done_index] = report
+            if stored is not None and cache is not None:
+                key, outcome, stat = stored
+                cache.put(paths[done_index], key, outcome, None if report.changed and mode == "write" else stat,
+                          role_key(roles[done_index]))
+        yield reports.pop(index)
+    if cache is not None:
+        cache.close()
+
+
+def _from_cache(cache: Cache, path: str, mode: Mode, role: FileRole) -> FileReport | None:
+    if path.endswith(".ipynb"):
+        return None
+    extra = role_key(role)
+    key = cache.known_key(path, extra)
+    data = None
+    if key is None:
+        try:
+            data = _read(path)
+        except OSError:
+            return None  # the worker reports the error
+        key = cache.key(path, data, extra)
+    outcome = cache.get(key)
+    if outcome is None:
+        return None
+    if data is not None:
+        cache.remember(path, key, extra=extra)
+    elif outcome.new_data is not None and mode != "check":
+        try:  # about to show or write a change: make sure the file is what was cached
+            data = _read(path)
+        except OSError:
+            return None
+        if cache.key(path, data, extra) != key:
+            return None
+    return finish(path, outcome, mode, data)
+
+
+def _run(paths: list[str], roles: list[FileRole], todo: list[int], config: Config, mode: Mode,
+         settings: str | None, jobs: int | None, executor: Executor | None) -> Iterator[tuple[int, _Result]]:
+    """(index, result) for every file in ``todo``, in completion order within each batch."""
     jobs = jobs or os.cpu_count() or 1
-    if jobs == 1 or len(paths) < 4:
-        for path, role in zip(paths, roles):
-            yield process_file(path, config, mode, role)
+    if executor is None and (jobs == 1 or len(todo) < 4):
+        for index in todo:
+            yield index, _work(paths[index], config, mode, settings, role=roles[index])
         return
-    chunk = max(1, min(16, len(paths) // (jobs * 4)))
+    size = max(1, min(CHUNK_MAX, len(todo) // (jobs * 4)))
+    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
+    if executor is not None:
+        yield from _run_chunks(executor, chunks, paths, roles, config, mode, settings, isolate=False)
+        return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_process_star, [(p, config, mode, r) for p, r in zip(paths, roles)], chunksize=chunk)
+        yield from _run_chunks(pool, chunks, paths, roles, config, mode, settings, isolate=True)
+
+
+def _run_chunks(executor: Executor, chunks: list[list[int]], paths: list[str], roles: list[FileRole],
+                config: Config, mode: Mode, settings: str | None, isolate: bool) -> Iterator[tuple[int, _Result]]:
+    def submit(pool: Executor, chunk: list[int]) -> Future:
+        items = [(paths[i], paths[i] if isolate else os.path.abspath(paths[i]), roles[i]) for i in chunk]
+        return pool.submit(_work_chunk, items, config, mode, settings)
+
+    futures = [submit(executor, chunk) for chunk in chunks]
+    replacement: ProcessPoolExecutor | None = None
+    try:
+        for number, chunk in enumerate(chunks):
+            try:
+                results = futures[number].result()
+            except BrokenProcessPool:
+                # A worker died (a crash in native code, the out-of-memory killer) and took the
+                # pool with it: this chunk's files are retried one by one, each in a fresh worker,
+                # so only the guilty file is lost; the chunks not yet done go to a new pool.
+                results = [_isolated(paths[i], config, mode, settings, roles[i]) for i in chunk] if isolate else \
+                    [(_lost(paths[i], "a worker process died"), None) for i in chunk]
+                if isolate:
+                    if replacement is not None:
+                        replacement.shutdown(cancel_futures=True)
+                    replacement = ProcessPoolExecutor(max_workers=getattr(executor, "_max_workers", None))
+                    futures[number + 1:] = [submit(replacement, c) for c in chunks[number + 1:]]
+            except Exception as exc:  # the executor failed the task (a cluster worker lost, ...)
+                results = [(_lost(paths[i], f"{type(exc).__name__}: {exc}"), None) for i in chunk]
+            for index, result in zip(chunk, results):
+                yield index, result
+    finally:
+        if replacement is not None:
+            replacement.shutdown(cancel_futures=True)
+
+
+def _isolated(path: str, config: Config, mode: Mode, settings: str | None, role: FileRole) -> _Result:
+    try:
+        with ProcessPoolExecutor(max_workers=1) as pool:
+            return pool.submit(_work, path, config, mode, settings, None, role).result()
+    except BrokenProcessPool:
+        return _lost(path, "the worker process died while processing this file"), None
+
+
+def _lost(path: str, why: str) -> FileReport:
+    return FileReport(path, error=f"0:0: internal error ({why}); file left unchanged, please report this")

@@ -91,8 +91,8 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     module = parse(source)
     if role is None:
         role = ProjectIndex.build([(path, source)]).role_for(path)
-    module, findings = _run_passes(module, active_rules(config, rules), config, suppressions, source, role, allow)
-    output = module.code
+    module, findings, output = _run_passes(module, active_rules(config, rules), config, suppressions, source, role,
+                                           allow)
     if output != source:
         try:
             cst.parse_module(output)
@@ -107,7 +107,7 @@ def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], confi
     chosen = _with_shared_device(list(rules))
     source = module.code
     role = ProjectIndex.build([("<module>", source)]).role_for("<module>")
-    module, _ = _run_passes(module, chosen, config, read_suppressions(source), source, role)
+    module, _, _ = _run_passes(module, chosen, config, read_suppressions(source), source, role)
     return module
 
 
@@ -146,14 +146,15 @@ def _from_origin(allow: Allow, original: str, module: cst.Module) -> Allow:
 
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 suppressions, source: str, role: FileRole,
-                allow: Allow | None = None) -> tuple[cst.Module, list[Finding]]:
+                allow: Allow | None = None) -> tuple[cst.Module, list[Finding], str]:
+    """The settled module, its findings and its text (``module.code``, known without a codegen)."""
     all_chosen = list(rules)
     first_module, original = module, source
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
         # Triggers are read from the current text: one rule's fix can make another's apply.
         rules = [r for r in all_chosen if _triggered(r, source)]
-        state = RunState(config=config, suppressions=suppressions, role=role)
+        state = RunState(config=config, suppressions=suppressions, role=role, source=source, source_module=module)
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False
@@ -179,7 +180,7 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 module, wrapper, pass_changed = result, None, True
         fixed.extend(f for f in state.findings if f.fixed)
         if not pass_changed:
-            return module, fixed + [f for f in state.findings if not f.fixed]
+            return module, fixed + [f for f in state.findings if not f.fixed], source
         source = module.code
         if suppressions.by_line:  # line numbers moved: read the comments again
             suppressions = read_suppressions(source)

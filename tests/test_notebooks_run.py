@@ -3,6 +3,8 @@ ipykernel, CPU torch) executing the notebook before and after the rewrite."""
 
 from __future__ import annotations
 
+import difflib
+import json
 import shutil
 from pathlib import Path
 
@@ -62,7 +64,13 @@ def kernel_notebook(path: Path) -> Path:
         nbformat.v4.new_code_cell("model?\nprobe = torch.ones(1, 4, device='cuda')\n"
                                   "print('done', model(probe).shape, next(model.parameters()).device)"),
     ]
-    nbformat.write(nb, path)
+    # Laid out as Colab exports it: two-space indent, its own key order, sources as lists of lines.
+    cells = [{"cell_type": c.cell_type, "metadata": {"id": f"c{i}"}, "source": c.source.splitlines(True),
+              **({"execution_count": None, "outputs": []} if c.cell_type == "code" else {})}
+             for i, c in enumerate(nb.cells)]
+    colab = {"nbformat": 4, "nbformat_minor": 0,
+             "metadata": {"colab": {"provenance": []}, **nb.metadata, "accelerator": "GPU"}, "cells": cells}
+    path.write_text(json.dumps(colab, indent=2) + "\n", encoding="utf-8")
     return path
 
 
@@ -81,6 +89,7 @@ def test_a_real_jupyter_kernel_runs_the_rewritten_notebook(tmp_path: Path) -> No
     from nbclient.exceptions import CellExecutionError
 
     path = kernel_notebook(tmp_path / "train.ipynb")
+    before = path.read_text(encoding="utf-8")
     original_magics = [c.source.splitlines()[0] for c in nbformat.read(path, as_version=4).cells[1:]]
     with pytest.raises(CellExecutionError) as failure:  # CPU torch: the GPU-only notebook fails
         execute(path)
@@ -88,6 +97,22 @@ def test_a_real_jupyter_kernel_runs_the_rewritten_notebook(tmp_path: Path) -> No
 
     code, _, err = run("apply", str(path))
     assert code == 0, err
+    changed = [line for line in difflib.unified_diff(before.splitlines(), path.read_text(encoding="utf-8").splitlines(),
+                                                     lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed == [
+        '-        "import torch.nn as nn"',
+        '+        "import torch.nn as nn\\n",',
+        '+        "\\n",',
+        '+        "device = torch.device(\\"cuda\\" if torch.cuda.is_available() else \\"cpu\\")"',
+        '-        "model = nn.Linear(4, 2).cuda()\\n",',
+        '-        "batches = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]"',
+        '+        "model = nn.Linear(4, 2).to(device)\\n",',
+        '+        "batches = [(torch.randn(8, 4, device=device), torch.randint(0, 2, (8,), device=device))'
+        ' for _ in range(3)]"',
+        '-        "probe = torch.ones(1, 4, device=\'cuda\')\\n",',
+        '+        "probe = torch.ones(1, 4, device=device)\\n",',
+    ], "only the device lines of the sources change"
     rewritten = nbformat.read(path, as_version=4)
     assert [c.source.splitlines()[0] for c in rewritten.cells[1:]] == original_magics
     executed = execute(path)

@@ -38,14 +38,29 @@ def validator() -> jsonschema.protocols.Validator:
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("project")
     for name in EXAMPLES:
-        shutil.copy(ROOT / "examples" / name, tmp_path / name)
-    (tmp_path / "report_only.py").write_text(REPORT_ONLY, encoding="utf-8")
-    shutil.copy(ROOT / "tests" / "notebooks" / "colab_export.ipynb", tmp_path / "colab.ipynb")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+        shutil.copy(ROOT / "examples" / name, folder / name)
+    (folder / "report_only.py").write_text(REPORT_ONLY, encoding="utf-8")
+    shutil.copy(ROOT / "tests" / "notebooks" / "colab_export.ipynb", folder / "colab.ipynb")
+    return folder
+
+
+@pytest.fixture
+def project(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def whole(folder: Path) -> tuple[dict, dict[bytes, bytes]]:
+    """`devmod apply --format sarif .` over the project, once, and the files before it ran."""
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        return sarif("."), before
 
 
 def devmod(*args: str) -> tuple[int, str, str]:
@@ -61,9 +76,8 @@ def sarif(*args: str) -> dict:
     return json.loads(out)
 
 
-def test_output_validates_against_the_official_schema(project: Path, validator) -> None:
-    before = {p.name: p.read_bytes() for p in project.iterdir()}
-    log = sarif(".")
+def test_output_validates_against_the_official_schema(project: Path, whole, validator) -> None:
+    log, before = whole
     validator.validate(log)
     assert {p.name: p.read_bytes() for p in project.iterdir()} == before, "--format sarif writes nothing"
     # The validator bites: a result without its message is not SARIF.
@@ -73,8 +87,8 @@ def test_output_validates_against_the_official_schema(project: Path, validator) 
         validator.validate(broken)
 
 
-def test_one_result_per_finding_with_the_rule_metadata(project: Path) -> None:
-    log = sarif(".")
+def test_one_result_per_finding_with_the_rule_metadata(project: Path, whole) -> None:
+    log = whole[0]
     findings = [(Path(r["path"]).name, f["code"])
                 for r in json.loads(devmod("apply", "-j", "1", "--check", "--format", "json", ".")[1])
                 for f in r["findings"]]
@@ -118,19 +132,21 @@ def apply_replacements(text: str, replacements: list[dict]) -> str:
 
 
 @pytest.mark.parametrize("name", [n for n in EXAMPLES if "clean" not in n])
-def test_the_fixes_rebuild_devmods_rewrite(project: Path, name: str) -> None:
-    log = sarif(name)
-    unique = {json.dumps(r, sort_keys=True): r for result in log["runs"][0]["results"]
+def test_the_fixes_rebuild_devmods_rewrite(project: Path, whole, name: str) -> None:
+    results = [r for r in whole[0]["runs"][0]["results"]
+               if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == name]
+    unique = {json.dumps(r, sort_keys=True): r for result in results
               for fix in result.get("fixes", []) for change in fix["artifactChanges"]
               for r in change["replacements"]}
     assert unique, "every fixed finding in these examples carries its fix"
     source = (project / name).read_text(encoding="utf-8")
     assert apply_replacements(source, list(unique.values())) == transform_source(source, name).output
-    assert all("fixes" in r for r in log["runs"][0]["results"] if r["properties"]["fixable"])
+    assert all("fixes" in r for r in results if r["properties"]["fixable"])
 
 
-def test_notebook_results_point_at_the_notebook_line_and_name_the_cell(project: Path) -> None:
-    results = [r for r in sarif("colab.ipynb")["runs"][0]["results"]]
+def test_notebook_results_point_at_the_notebook_line_and_name_the_cell(project: Path, whole) -> None:
+    results = [r for r in whole[0]["runs"][0]["results"]
+               if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "colab.ipynb"]
     lines = (project / "colab.ipynb").read_text(encoding="utf-8").splitlines()
     batch = next(r for r in results if r["ruleId"] == "DM203")
     assert batch["properties"]["cell"] == 6 and batch["message"]["text"].startswith("cell 6, line 2: ")
@@ -138,8 +154,11 @@ def test_notebook_results_point_at_the_notebook_line_and_name_the_cell(project: 
         '"for x, y in loader:\\n",'
 
 
-def test_a_file_that_cannot_be_parsed_is_a_tool_notification(project: Path, validator) -> None:
-    (project / "broken.py").write_text("import torch\nx = (\n", encoding="utf-8")
+def test_a_file_that_cannot_be_parsed_is_a_tool_notification(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               validator) -> None:
+    shutil.copy(ROOT / "examples" / "01_hardcoded_cuda.py", tmp_path / "01_hardcoded_cuda.py")
+    (tmp_path / "broken.py").write_text("import torch\nx = (\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
     code, out, err = devmod("apply", "--format", "sarif", "broken.py", "01_hardcoded_cuda.py")
     assert code == 2 and "broken.py:2" in err
     log = json.loads(out)

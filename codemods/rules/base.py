@@ -22,9 +22,9 @@ from ..analysis.project import FileRole
 from ..analysis.tree import mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
+from ..findings import Finding, Safety
 from ..suppression import Suppressions
 
-Safety = Literal["safe", "unsafe", "report"]
 # Asked before each fix is applied: (code, line, column, message) -> apply it? Used by
 # `devmod apply --interactive`; the engine passes positions in the original source.
 Allow = Callable[[str, int, int, str], bool]
@@ -46,28 +46,6 @@ class Invalid:
     expected: str | None = None
 
 
-@dataclass(frozen=True)
-class Finding:
-    code: str
-    name: str
-    line: int
-    column: int
-    message: str
-    fixed: bool
-    safety: Safety
-    replacement: str | None = None  # what an unapplied unsafe fix would write
-    cell: int | None = None  # notebooks: the 1-based cell; ``line`` is then the line in that cell
-
-    def format(self, path: str) -> str:
-        if self.cell is not None:
-            path = f"{path}:cell-{self.cell}"
-        status = "fixed" if self.fixed else ("unsafe fix available, use --unsafe-fixes" if self.replacement is not None else "not fixed")
-        text = f"{path}:{self.line}:{self.column}: {self.code} {self.message} [{status}]"
-        if self.replacement is not None and not self.fixed:
-            text += "\n    would write: " + self.replacement.strip().replace("\n", "\n    ")
-        return text
-
-
 @dataclass
 class RunState:
     """Engine state shared by the rules of one file during one pass."""
@@ -79,6 +57,8 @@ class RunState:
     device_used: bool = False  # a fix referenced the shared device variable
     analysed: tuple | None = None  # (module, facts...) cached while the tree is unchanged
     role: FileRole = field(default_factory=FileRole)  # what the project index says of this file
+    source: str = ""  # the text of ``source_module``, the tree the pass started from
+    source_module: cst.Module | None = None
     allow: Allow | None = None  # None: every fix the configuration enables is applied
 
 
@@ -137,6 +117,12 @@ class Rule(VisitorBasedCodemodCommand):
         self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name, *placement,
                                     role=self.state.role, module=node)
         return True
+
+    def module_text(self, module: cst.Module) -> str:
+        """``module.code`` without a whole-module codegen when the engine already holds the text."""
+        if module is self.state.source_module:
+            return self.state.source
+        return module.code
 
     def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The device expression for ``node`` (an original node), or None where none is safe."""

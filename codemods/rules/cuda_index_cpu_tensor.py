@@ -67,7 +67,7 @@ class CudaIndexCpuTensor(Rule):
     ORDER = 70
 
     def visit_Module(self, node: cst.Module) -> bool:
-        self._default_device = any(call in node.code for call in _DEFAULT_DEVICE_CALLS)
+        self._default_device = any(call in self.module_text(node) for call in _DEFAULT_DEVICE_CALLS)
         return super().visit_Module(node)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:

@@ -106,7 +106,8 @@ class LegacyCuda(Rule):
         self._variable_refs: dict[cst.ImportAlias, set[cst.Name]] = {}
         self._variable_import_of_use: dict[cst.Name, cst.ImportAlias] = {}
         self._has_torch = torch_module_alias(node) is not None
-        self._default_dtype_changed = "set_default_dtype" in node.code or "set_default_tensor_type" in node.code
+        text = self.module_text(node)
+        self._default_dtype_changed = "set_default_dtype" in text or "set_default_tensor_type" in text
         self._plan_aliases(node)
         self._plan_variable_imports(node)
         return True

@@ -32,7 +32,7 @@ import libcst as cst
 
 from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
 from ..analysis.tensors import is_dtype
-from ..analysis.tree import ancestors, walk
+from ..analysis.tree import ancestors, children_of, walk
 from .base import Invalid, Rule, Valid
 
 _MOVES = ("to", "cuda")
@@ -133,12 +133,12 @@ class OptimizerStateOrder(Rule):
 
 def own_nodes(scope: cst.CSTNode):
     """Nodes of ``scope``'s own code: nested functions, lambdas and classes are not entered."""
-    stack = list(reversed(scope.body.children if isinstance(scope, cst.FunctionDef) else scope.children))
+    stack = list(reversed(children_of(scope.body if isinstance(scope, cst.FunctionDef) else scope)))
     while stack:
         current = stack.pop()
         yield current
         if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(reversed(current.children))
+            stack.extend(reversed(children_of(current)))
 
 
 def moves_of(scope: cst.CSTNode, model: str) -> list[cst.Call]:

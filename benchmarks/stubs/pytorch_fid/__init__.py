@@ -1,0 +1,1 @@
+"""Stand-in for pytorch_fid in the real-repositories trial."""

@@ -1,0 +1,155 @@
+"""The result cache: a warm run answers from it, anything that decides a result invalidates it."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from codemods import driver
+from codemods.cache import Cache, Outcome
+from codemods.config import Config
+
+NEEDS_FIX = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+CLEAN = "import torch\n\nx = 1\n"
+
+
+def _files(tmp_path, count=5):
+    paths = []
+    for index in range(count):
+        path = tmp_path / f"f{index}.py"
+        path.write_text(NEEDS_FIX if index % 2 == 0 else CLEAN)
+        old = time.time() - 60  # older than the racy window: the stat index may trust it
+        os.utime(path, (old, old))
+        paths.append(str(path))
+    return paths
+
+
+def _summary(reports):
+    return [(r.path, r.changed, r.diff, r.error, r.skipped, r.findings) for r in reports]
+
+
+def _run(paths, cache_dir, mode="diff", config=None, **kwargs):
+    config = config or Config()
+    return list(driver.process_files(paths, config, mode, jobs=1, cache=Cache(config, cache_dir), **kwargs))
+
+
+def _forbid_engine(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("the engine ran although the cache holds the answer")
+    monkeypatch.setattr(driver, "transform_source", fail)
+
+
+def test_warm_run_gives_the_same_reports_without_the_engine(tmp_path, monkeypatch):
+    paths = _files(tmp_path)
+    cold = _run(paths, tmp_path / "cache")
+    assert any(r.changed for r in cold)
+    _forbid_engine(monkeypatch)
+    assert _summary(_run(paths, tmp_path / "cache")) == _summary(cold)
+
+
+def test_a_warm_run_does_not_read_unchanged_files(tmp_path, monkeypatch):
+    paths = _files(tmp_path)
+    _run(paths, tmp_path / "cache", mode="check")
+    opened = []
+    real_read = driver._read
+    monkeypatch.setattr(driver, "_read", lambda path: opened.append(path) or real_read(path))
+    _forbid_engine(monkeypatch)
+    _run(paths, tmp_path / "cache", mode="check")
+    assert opened == []
+
+
+def test_an_edited_file_is_processed_again(tmp_path):
+    paths = _files(tmp_path, 2)
+    _run(paths, tmp_path / "cache")
+    with open(paths[1], "w") as handle:
+        handle.write(NEEDS_FIX)  # same folder, new bytes (and a fresh mtime)
+    reports = _run(paths, tmp_path / "cache")
+    assert reports[1].changed
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_seen(tmp_path):
+    """Size and mtime are trusted only for a file recorded well after its mtime (git's racy check)."""
+    path = tmp_path / "a.py"
+    path.write_text("import torch\nm = M().cpux()\n")
+    _run([str(path)], tmp_path / "cache", mode="check")  # just written: too recent for the stat index
+    stat = path.stat()
+    path.write_text("import torch\nm = M().cuda()\n")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert _run([str(path)], tmp_path / "cache", mode="check")[0].changed
+
+
+def test_other_settings_are_other_results(tmp_path):
+    paths = _files(tmp_path, 1)
+    first = _run(paths, tmp_path / "cache")
+    renamed = _run(paths, tmp_path / "cache", config=Config(device_name="dev"))
+    assert "dev = torch.device" in renamed[0].diff and renamed[0].diff != first[0].diff
+
+
+def test_write_mode_from_the_cache_writes_the_rewrite(tmp_path, monkeypatch):
+    paths = _files(tmp_path, 1)
+    expected = _run(paths, tmp_path / "cache", mode="check")
+    assert expected[0].changed
+    _forbid_engine(monkeypatch)
+    written = _run(paths, tmp_path / "cache", mode="write")
+    assert written[0].changed and ".to(device)" in open(paths[0]).read()
+
+
+def test_a_corrupt_entry_is_a_miss(tmp_path):
+    paths = _files(tmp_path, 1)
+    cold = _run(paths, tmp_path / "cache")
+    for folder, _, names in os.walk(tmp_path / "cache"):
+        for name in names:
+            with open(os.path.join(folder, name), "wb") as handle:
+                handle.write(b"\x80not a pickle")
+    assert _summary(_run(paths, tmp_path / "cache")) == _summary(cold)
+
+
+def test_internal_errors_are_not_cached(tmp_path, monkeypatch):
+    paths = _files(tmp_path, 1)
+
+    def crash(*args, **kwargs):
+        raise KeyError("a rule bug")
+    monkeypatch.setattr(driver, "transform_source", crash)
+    assert "internal error" in _run(paths, tmp_path / "cache")[0].error
+    monkeypatch.undo()
+    assert _run(paths, tmp_path / "cache")[0].error is None
+
+
+def test_the_cache_is_bounded(tmp_path):
+    cache = Cache(Config(), tmp_path / "cache", max_entries=3)
+    for index in range(6):
+        cache.put(f"f{index}.py", cache.key(f"f{index}.py", b"x"), Outcome())
+    cache.close()
+    entries = [n for _, _, names in os.walk(tmp_path / "cache" / "entries") for n in names]
+    assert len(entries) == 3
+
+
+def test_no_cache_flag_writes_nothing(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from codemods.cli import main
+    paths = _files(tmp_path, 2)
+    monkeypatch.setenv("DEVMOD_CACHE_DIR", str(tmp_path / "cache"))
+    result = CliRunner().invoke(main, ["apply", "--check", "--no-cache", "-j", "1", *paths])
+    assert result.exit_code == 1, result.output
+    assert not (tmp_path / "cache").exists()
+    CliRunner().invoke(main, ["apply", "--check", "-j", "1", *paths])
+    assert (tmp_path / "cache" / "entries").is_dir()
+
+
+@pytest.mark.parametrize("mode", ["check", "diff"])
+def test_cli_warm_output_is_identical(tmp_path, monkeypatch, mode):
+    from click.testing import CliRunner
+
+    from codemods.cli import main
+    (tmp_path / "src").mkdir()
+    _files(tmp_path / "src", 4)
+    monkeypatch.setenv("DEVMOD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    args = ["apply", f"--{mode}", "--format", "json", "-j", "1", "src"]
+    cold = CliRunner().invoke(main, args)
+    _forbid_engine(monkeypatch)
+    warm = CliRunner().invoke(main, args)
+    assert (warm.exit_code, warm.output) == (cold.exit_code, cold.output)

@@ -16,10 +16,12 @@ import click
 
 from . import __version__
 from .config import DEVICE_STYLES, ConfigError, find_pyproject, load_config, validate_codes
+from .device_name import name_problem
 from .discovery import Exclude, iter_python_files
 from .cache import Cache
 from .codes import rule_codes
 from .driver import FileReport, process_files
+from .interrupts import EXIT_INTERRUPTED, Interrupted, interrupted_message, stop_on_signals
 from .executors import ExecutorError, open_executor
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -61,6 +63,8 @@ def main() -> None:
 @click.option("--device-name", metavar="NAME", help="Name of the shared device variable (default: device).")
 @click.option("--device-style", type=click.Choice(DEVICE_STYLES),
               help="How the shared device is chosen: cuda (default), cuda-mps, accelerator.")
+@click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
+              help="Skip Python environments (venv, conda, pixi, site-packages) even when named explicitly.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores).")
 @click.option("--no-cache", is_flag=True,
               help="Neither read nor store results in the cache (default: ~/.cache/devmod or $DEVMOD_CACHE_DIR).")
@@ -80,21 +84,21 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
           select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
-          device_name: str | None, device_style: str | None, jobs: int | None, no_cache: bool,
-          executor: str | None, output_format: str, interactive: bool, fail_on_findings: bool, verbose: bool,
-          quiet: bool) -> None:
+          device_name: str | None, device_style: str | None, force_exclude: bool, jobs: int | None,
+          no_cache: bool, executor: str | None, output_format: str, interactive: bool, fail_on_findings: bool,
+          verbose: bool, quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
     Folders are searched for *.py and *.ipynb (notebooks: the code cells are
-    rewritten as one program, IPython lines kept as they are), skipping .git, virtual environments, __pycache__,
-    build/, dist/ and what .gitignore excludes. Files that do not use torch are never
+    rewritten as one program, IPython lines kept as they are), skipping .git, virtual/conda/pixi
+    environments, site-packages, __pycache__, build/, dist/ and what .gitignore excludes. Files that do not use torch are never
     touched. Settings come from [tool.devmod] in the nearest pyproject.toml;
     flags override them.
 
     \b
     Exit status: 0 done; 1 --check found changes or unfixed findings;
     2 a file could not be processed (named on stderr with line and reason)
-    or the command line was wrong.
+    or the command line was wrong; 130 interrupted (Ctrl-C, SIGTERM).
     """
     if not paths:
         raise click.UsageError("give the files or folders to rewrite, e.g. `devmod apply --diff .`")
@@ -105,8 +109,8 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
                                "--diff, --check or --format json/rdjson/sarif")
     if interactive and not sys.stdin.isatty():
         raise click.UsageError("--interactive needs a terminal to ask in; use --diff to review in a pipe")
-    if device_name is not None and not device_name.isidentifier():
-        raise click.BadParameter(f"{device_name!r} is not a Python identifier", param_hint="--device-name")
+    if device_name is not None and (problem := name_problem(device_name)):
+        raise click.BadParameter(problem, param_hint="--device-name")
     try:
         config = load_config(find_pyproject(paths), list(rule_codes()))
     except ConfigError as exc:
@@ -120,7 +124,8 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     project_dir = os.path.dirname(config.source) if config.source else os.getcwd()
     excludes: list[Exclude] = [(project_dir, glob) for glob in config.exclude]
     excludes.extend(exclude)
-    files = list(iter_python_files(paths, excludes))
+    files = list(iter_python_files(paths, excludes, force_exclude=force_exclude,
+                                   warn=lambda message: click.echo(f"devmod: warning: {message}", err=True)))
     if interactive:
         from .interactive import Session, review_files
         session = Session()
@@ -128,16 +133,21 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         if session.skipped and not quiet:
             click.echo(f"devmod: {session.skipped} fix{'es' if session.skipped != 1 else ''} skipped at your "
                        "request", err=True)
-    else:
-        from .progress import progress_bar
-        cache = None if no_cache else Cache(config)
-        try:
-            with open_executor(executor) as pool:
-                reports = list(progress_bar(process_files(files, config, mode, jobs, cache=cache, executor=pool),
+        files = []  # done: the batch run below has nothing left to do
+    from .progress import progress_bar
+    cache = None if no_cache else Cache(config)
+    reports = reports if interactive else []
+    try:
+        with stop_on_signals(), open_executor(executor) as pool:
+            if files:
+                reports.extend(progress_bar(process_files(files, config, mode, jobs, cache=cache, executor=pool),
                                             len(files), enabled=output_format not in ("json", "rdjson", "sarif")))
-        except ExecutorError as exc:
-            click.echo(f"devmod: error: {exc}", err=True)
-            sys.exit(EXIT_ERROR)
+    except ExecutorError as exc:
+        click.echo(f"devmod: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    except Interrupted as exc:
+        click.echo(interrupted_message(exc, mode), err=True)
+        sys.exit(EXIT_INTERRUPTED)
     _print_reports(reports, mode, output_format, verbose, quiet)
     errors = sum(1 for r in reports if r.error)
     if errors:

@@ -124,8 +124,12 @@ def validate_codes(codes: Iterable[str], known_codes: Iterable[str], where: str)
 
 
 def _identifier(value: Any, where: str) -> str:
+    from .device_name import name_problem
+
     if not isinstance(value, str) or not value.isidentifier():
         raise ConfigError(f"{where}: must be a Python identifier, got {value!r}")
+    if problem := name_problem(value):
+        raise ConfigError(f"{where}: {problem}")
     return value
 
 

@@ -1,162 +1,151 @@
 """Which files `devmod apply` looks at.
 
-Folders are walked for ``*.py`` and ``*.ipynb``; virtual environments, caches, build output and
-whatever the ``.gitignore`` files of the walked folders and of their parents (up to
-the repository root) exclude are skipped. Files named explicitly on the command
-line are always taken.
+Folders are walked for ``*.py`` and ``*.ipynb``; virtual, conda, pixi and system environments, caches,
+build output and whatever the ``.gitignore`` files of the walked folders and of their
+parents (up to the repository root) exclude are skipped. Files named explicitly on the
+command line are always taken; a folder named explicitly that is an environment is
+skipped too (like ruff's force-exclude) unless ``force_exclude`` is off.
+
+.gitignore semantics come from ``pathspec`` (what black uses), with the linear-time RE2
+engine where it is installed, so a hostile pattern such as ``*a*a*a*...b`` cannot stall
+a run. Symlinked files are followed only to a target inside the paths given (and are
+then written through, never replaced); an entry that cannot be stat'ed is skipped with
+a warning.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-import re
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Tuple, Union
+from typing import Callable, Iterable, Iterator, Tuple, Union
+
+import pathspec
 
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", "__pycache__", "build", "dist", ".venv", "venv", "env",
      ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "node_modules",
-     "site-packages", ".ipynb_checkpoints"}
+     "site-packages", "dist-packages", ".pixi", ".ipynb_checkpoints"}
 )
+# A folder holding one of these is a Python environment: venv/virtualenv, conda/mamba.
+ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")
+
+try:  # RE2 matches in linear time; Python's re backtracks exponentially on many `*`
+    import re2  # noqa: F401
+    _BACKEND: str | None = "re2"
+except ImportError:  # pragma: no cover - google-re2 is a dependency; a platform may lack a wheel
+    _BACKEND = "simple"
+# Without RE2, a pattern with more wildcards than this is ignored with a warning.
+MAX_WILDCARDS_WITHOUT_RE2 = 8
 
 # An exclude glob, or (folder, glob) for a glob relative to that folder; a bare glob is
 # relative to the current directory. A glob also matches a file or folder by its name.
 Exclude = Union[str, Tuple[str, str]]
+Warn = Callable[[str], None]
 
 
-@dataclass
-class _IgnoreRules:
+def _no_warning(message: str) -> None:
+    pass
+
+
+class _IgnoreFile:
     """The patterns of one .gitignore file, relative to its folder."""
 
-    base: str
-    patterns: list[tuple[re.Pattern[str], bool, bool]] = field(default_factory=list)  # (regex, negated, dir_only)
+    def __init__(self, base: str, spec: pathspec.GitIgnoreSpec) -> None:
+        self.base, self.spec = base, spec
 
     @classmethod
-    def load(cls, base: str) -> "_IgnoreRules | None":
+    def load(cls, base: str, warn: Warn = _no_warning) -> "_IgnoreFile | None":
         path = os.path.join(base, ".gitignore")
-        if not os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError:  # no .gitignore (the common case), or one that cannot be read
             return None
-        rules = cls(base)
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for raw in handle:
-                parsed = _parse_gitignore_line(raw)
-                if parsed is not None:
-                    rules.patterns.append(parsed)
-        return rules
+        if _BACKEND != "re2":
+            for line in [line for line in lines if line.count("*") > MAX_WILDCARDS_WITHOUT_RE2]:
+                warn(f"{path}: pattern {line!r} has too many wildcards to match safely; ignored")
+                lines.remove(line)
+        return cls(base, pathspec.GitIgnoreSpec.from_lines(lines, backend=_BACKEND))
 
     def decides(self, path: str, is_dir: bool) -> bool | None:
+        """True: ignored, False: re-included by a `!` pattern, None: no pattern matches."""
         rel = os.path.relpath(path, self.base).replace(os.sep, "/")
-        verdict = None
-        for regex, negated, dir_only in self.patterns:
-            if dir_only and not is_dir:
-                continue
-            if regex.fullmatch(rel):
-                verdict = not negated
-        return verdict
+        return self.spec.check_file(rel + "/" if is_dir else rel).include
 
 
-def _parse_gitignore_line(raw: str) -> tuple[re.Pattern[str], bool, bool] | None:
-    """One .gitignore line as (regex over the path relative to its folder, negated, dir_only)."""
-    line = re.sub(r"(?<!\\) +$", "", raw.rstrip("\r\n"))  # git drops trailing spaces unless escaped
-    if not line or line.startswith("#"):
-        return None
-    negated = line.startswith("!")
-    if negated:
-        line = line[1:]
-    dir_only = line.endswith("/")
-    if dir_only:
-        line = line[:-1]
-    if not line:
-        return None
-    # A slash before the end anchors the pattern to the .gitignore's folder; without one it
-    # matches a name at any depth, which is what a leading `**/` means.
-    line = line.lstrip("/") if "/" in line else "**/" + line
-    return re.compile(_gitignore_regex(line)), negated, dir_only
+def is_environment(path: str) -> bool:
+    """A virtual, conda, pixi or system environment (or package folder) devmod never rewrites."""
+    name = os.path.basename(os.path.normpath(path))
+    return (name in ("site-packages", "dist-packages", ".pixi")
+            or any(os.path.exists(os.path.join(path, marker)) for marker in ENVIRONMENT_MARKERS))
 
 
-def _gitignore_regex(pattern: str) -> str:
-    """git's wildmatch as a regex: `*`, `?` and `[...]` never match '/', `**` spans folders."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        at_folder_start = i == 0 or pattern[i - 1] == "/"
-        if pattern.startswith("**/", i) and at_folder_start:
-            out.append("(?:.*/)?")  # leading `**/` or `/**/`: zero or more folders
-            i += 3
-        elif pattern.startswith("**", i) and i + 2 == n and at_folder_start:
-            out.append(".*")  # trailing `/**`: everything inside
-            i += 2
-        elif char == "*":
-            out.append("[^/]*")
-            i += 1
-        elif char == "?":
-            out.append("[^/]")
-            i += 1
-        elif char == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        elif char == "[" and (klass := _char_class(pattern, i)) is not None:
-            regex, i = klass
-            out.append(regex)
-        else:
-            out.append(re.escape(char))
-            i += 1
-    return "".join(out)
-
-
-def _char_class(pattern: str, start: int) -> tuple[str, int] | None:
-    """The `[...]` at ``start`` as a regex class and the index after it; None when unclosed."""
-    i = start + 1
-    negate = i < len(pattern) and pattern[i] in "!^"
-    i += int(negate)
-    parts: list[str] = []
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "]" and parts:  # a `]` first in the class is a literal
-            return "[" + ("^/" if negate else "") + "".join(parts) + "]", i + 1
-        if char == "\\" and i + 1 < len(pattern):
-            parts.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        parts.append(char if char == "-" else re.escape(char))
-        i += 1
-    return None
-
-
-def _is_virtualenv(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
-
-
-def _parent_rules(root: str) -> list[_IgnoreRules]:
+def _parent_rules(root: str, warn: Warn) -> list[_IgnoreFile]:
     """The .gitignore files above ``root`` up to the folder holding .git, outermost first:
     git applies them to ``root``'s files too, so walking a subfolder skips the same files."""
     folder = os.path.abspath(root)
-    found: list[_IgnoreRules] = []
+    found: list[_IgnoreFile] = []
     while not os.path.exists(os.path.join(folder, ".git")):
         parent = os.path.dirname(folder)
         if parent == folder:
             break
         folder = parent
-        rules = _IgnoreRules.load(folder)
+        rules = _IgnoreFile.load(folder, warn)
         if rules:
             found.append(rules)
     return found[::-1]
 
 
-def iter_python_files(paths: Iterable[str], exclude: Iterable[Exclude] = ()) -> Iterator[str]:
-    """Yield the Python files under ``paths`` in a stable, sorted order."""
+def _inside_environment(path: str) -> str | None:
+    """The environment folder ``path`` is (or is inside), if any."""
+    folder = os.path.abspath(path)
+    while True:
+        if os.path.isdir(folder) and is_environment(folder):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def iter_python_files(paths: Iterable[str], exclude: Iterable[Exclude] = (), warn: Warn | None = None,
+                      force_exclude: bool = True) -> Iterator[str]:
+    """Yield the Python files under ``paths`` in a stable, sorted order, each file once.
+
+    ``warn`` receives one line per entry skipped for a reason the user should see.
+    """
+    warn = warn or _no_warning
+    paths = list(paths)
     cwd = os.getcwd()
     excludes = tuple((os.path.abspath(e[0]), e[1]) if isinstance(e, tuple) else (cwd, e) for e in exclude)
-    seen: set[str] = set()
+    roots = [os.path.realpath(p) for p in paths]
+    seen: set[str] = set()  # real paths: a file named twice, or also reached by a link, runs once
     for root in paths:
-        if os.path.isfile(root):
-            if root not in seen:
-                seen.add(root)
+        try:
+            is_file = os.path.isfile(root)
+        except OSError as exc:  # pragma: no cover - isfile swallows most errors
+            warn(f"{root}: skipped, cannot be read ({exc.strerror or exc})")
+            continue
+        if is_file:
+            if _take(root, roots, seen, warn):
                 yield root
             continue
-        yield from _walk(root, excludes, seen, _parent_rules(root))
+        if force_exclude and (env := _inside_environment(root)):
+            warn(f"{root}: skipped, {env} is a Python environment (pass --no-force-exclude to rewrite it)")
+            continue
+        yield from _walk(root, excludes, seen, _parent_rules(root, warn), roots, warn)
+
+
+def _take(path: str, roots: list[str], seen: set[str], warn: Warn) -> bool:
+    """Whether to yield ``path``: once per real file, and a link only to a target the user gave."""
+    real = os.path.realpath(path)
+    if real in seen:
+        return False
+    if os.path.islink(path) and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+        warn(f"{path}: skipped, a symlink to {real}, which is outside the paths given")
+        return False
+    seen.add(real)
+    return True
 
 
 def _excluded(path: str, excludes: tuple[tuple[str, str], ...]) -> bool:
@@ -169,28 +158,33 @@ def _excluded(path: str, excludes: tuple[tuple[str, str], ...]) -> bool:
                for base, glob in excludes)
 
 
-def _walk(folder: str, excludes: tuple[tuple[str, str], ...], seen: set[str],
-          rules: list[_IgnoreRules]) -> Iterator[str]:
-    own = _IgnoreRules.load(folder)
+def _walk(folder: str, excludes: tuple[tuple[str, str], ...], seen: set[str], rules: list[_IgnoreFile],
+          roots: list[str], warn: Warn) -> Iterator[str]:
+    own = _IgnoreFile.load(folder, warn)
     active = rules + [own] if own else rules
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
+    except OSError as exc:
+        warn(f"{folder}: skipped, cannot be listed ({exc.strerror or exc})")
         return
     for entry in entries:
-        is_dir = entry.is_dir(follow_symlinks=False)
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = not is_dir and entry.name.endswith((".py", ".ipynb")) and entry.is_file()
+        except OSError as exc:  # a self-referencing link, a vanished entry, no permission
+            warn(f"{entry.path}: skipped, cannot be stat'ed ({exc.strerror or exc})")
+            continue
         if _ignored(entry.path, is_dir, active) or _excluded(entry.path, excludes):
             continue
         if is_dir:
-            if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info") or _is_virtualenv(entry.path):
+            if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info") or is_environment(entry.path):
                 continue
-            yield from _walk(entry.path, excludes, seen, active)
-        elif entry.name.endswith((".py", ".ipynb")) and entry.is_file() and entry.path not in seen:
-            seen.add(entry.path)
+            yield from _walk(entry.path, excludes, seen, active, roots, warn)
+        elif is_file and _take(entry.path, roots, seen, warn):
             yield entry.path
 
 
-def _ignored(path: str, is_dir: bool, rules: list[_IgnoreRules]) -> bool:
+def _ignored(path: str, is_dir: bool, rules: list[_IgnoreFile]) -> bool:
     verdict = False
     for rule in rules:
         decided = rule.decides(path, is_dir)

@@ -21,6 +21,7 @@ from .cache import Cache, Outcome
 from .analysis.project import FileRole, ProjectIndex
 from .config import Config
 from .findings import Finding
+from .interrupts import pool_options
 from .source_file import decode_source, write_atomic
 
 Mode = Literal["write", "diff", "check"]
@@ -39,6 +40,8 @@ class FileReport:
 
     @property
     def fix_counts(self) -> Counter:
+        if not self.changed or self.error:  # counted only for files written (or that would be)
+            return Counter()
         return Counter(f.code for f in self.findings if f.fixed)
 
     @property
@@ -58,9 +61,18 @@ def unified_diff(before: str, after: str, path: str) -> str:
     """A reviewable unified diff; line endings are normalised only for display."""
     shown = path.replace(os.sep, "/").lstrip("/")
     lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{shown}", tofile=f"b/{shown}")
+                                 fromfile=_diff_name("a/" + shown), tofile=_diff_name("b/" + shown))
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
                    for line in lines).replace("\r\n", "\n")
+
+
+def _diff_name(name: str) -> str:
+    """A header name as git writes it: C-quoted when it holds a newline, tab, quote or backslash,
+    so a file name with a newline in it cannot forge a header line."""
+    if not any(c in name for c in '"\\') and name.isprintable():
+        return name
+    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+    return '"' + "".join(escapes.get(c, c if c.isprintable() else f"\\{ord(c):03o}") for c in name) + '"'
 
 
 def transform_bytes(data: bytes, path: str, config: Config, role: FileRole | None = None) -> tuple[Outcome, bool]:
@@ -84,13 +96,20 @@ def transform_bytes(data: bytes, path: str, config: Config, role: FileRole | Non
         return Outcome(error=(f"0:0: internal error ({type(exc).__name__}: {exc}); file left unchanged, "
                               "please report this")), False
     outcome = Outcome(findings=result.findings, skipped=result.skipped)
-    if result.changed and text.encode(result.output) != data:
-        outcome.new_data = text.encode(result.output)
+    if result.changed:
+        try:
+            new_data = text.encode(result.output)
+        except UnicodeEncodeError as exc:  # e.g. a --device-name latin-1 cannot hold
+            bad = exc.object[exc.start:exc.end]
+            return Outcome(error=f"0:0: cannot encode the rewrite in the file's encoding {text.encoding}: "
+                                 f"{bad!r} ({exc.reason})"), True
+        if new_data != data:
+            outcome.new_data = new_data
     return outcome, True
 
 
 def finish(path: str, outcome: Outcome, mode: Mode, data: bytes | None = None,
-           location: str | None = None) -> FileReport:
+           location: str | None = None, read_stat: os.stat_result | None = None) -> FileReport:
     """Turn an outcome into a report: show the diff, or write the file (``write`` mode)."""
     location = location or path
     report = FileReport(path, error=outcome.error)
@@ -106,7 +125,7 @@ def finish(path: str, outcome: Outcome, mode: Mode, data: bytes | None = None,
         report.diff = unified_diff(decode_source(data).text, decode_source(outcome.new_data).text, path)
     elif mode == "write":
         try:
-            write_atomic(location, outcome.new_data)
+            write_atomic(location, outcome.new_data, expected=(data, read_stat) if data is not None else None)
         except OSError as exc:
             report.error = f"0:0: cannot write: {exc.strerror or exc}"
             report.changed = False
@@ -147,7 +166,7 @@ def _work(path: str, config: Config, mode: Mode, settings: str | None, location:
     except OSError as exc:
         return FileReport(path, error=f"0:0: cannot read: {exc.strerror or exc}"), None
     outcome, cacheable = transform_bytes(data, path, config, role)
-    report = finish(path, outcome, mode, data, location)
+    report = finish(path, outcome, mode, data, location, stat)
     stored = (Cache.make_key(settings, location, data, role_key(role)), outcome, stat) \
         if settings and cacheable else None
     return report, stored
@@ -243,7 +262,7 @@ def _run(paths: list[str], roles: list[FileRole], todo: list[int], config: Confi
     if executor is not None:
         yield from _run_chunks(executor, chunks, paths, roles, config, mode, settings, isolate=False)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, **pool_options()) as pool:  # workers stop with the run
         yield from _run_chunks(pool, chunks, paths, roles, config, mode, settings, isolate=True)
 
 
@@ -268,7 +287,7 @@ def _run_chunks(executor: Executor, chunks: list[list[int]], paths: list[str], r
                 if isolate:
                     if replacement is not None:
                         replacement.shutdown(cancel_futures=True)
-                    replacement = ProcessPoolExecutor(max_workers=getattr(executor, "_max_workers", None))
+                    replacement = ProcessPoolExecutor(max_workers=getattr(executor, "_max_workers", None), **pool_options())
                     futures[number + 1:] = [submit(replacement, c) for c in chunks[number + 1:]]
             except Exception as exc:  # the executor failed the task (a cluster worker lost, ...)
                 results = [(_lost(paths[i], f"{type(exc).__name__}: {exc}"), None) for i in chunk]
@@ -281,7 +300,7 @@ def _run_chunks(executor: Executor, chunks: list[list[int]], paths: list[str], r
 
 def _isolated(path: str, config: Config, mode: Mode, settings: str | None, role: FileRole) -> _Result:
     try:
-        with ProcessPoolExecutor(max_workers=1) as pool:
+        with ProcessPoolExecutor(max_workers=1, **pool_options()) as pool:
             return pool.submit(_work, path, config, mode, settings, None, role).result()
     except BrokenProcessPool:
         return _lost(path, "the worker process died while processing this file"), None

@@ -18,7 +18,10 @@ from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper
 
 from .analysis.project import FileRole, ProjectIndex
+from .comments import lost_comments
 from .config import Config
+from .device_name import conflict_in_file
+from .preflight import PreflightError, check_source, deep_recursion, eof_padding, split_trailing_comments
 from .rules import all_rules
 from .positions import OriginMap
 from .rules.base import STATE_KEY, Allow, Finding, Rule, RunState
@@ -88,17 +91,35 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
         return TransformResult(source, source, skipped="devmod: skip-file")
     if not mentions_torch(source):
         return TransformResult(source, source, skipped="does not use torch")
-    module = parse(source)
-    if role is None:
-        role = ProjectIndex.build([(path, source)]).role_for(path)
-    module, findings, output = _run_passes(module, active_rules(config, rules), config, suppressions, source, role,
-                                           allow)
+    try:  # CPython decides what is Python; libcst never sees nesting that crashes it
+        tree = check_source(source)
+    except PreflightError as exc:
+        raise SourceError(exc.message, exc.line, exc.column) from None
+    if conflict := conflict_in_file(tree, config.device_name):
+        raise SourceError(f"device name {config.device_name!r} is already {conflict[0]} in this file; "
+                          "choose another with --device-name", conflict[1], 1)
+    code, tail = split_trailing_comments(source)  # comment lines after the code are put back as they were
+    pad = eof_padding(code)
+    with deep_recursion():
+        module = parse(code + pad)
+        if role is None:
+            role = ProjectIndex.build([(path, source)]).role_for(path)
+        # The rules see the text libcst parsed (code + pad); the tail goes back on afterwards.
+        module, findings, output = _run_passes(module, active_rules(config, rules), config, suppressions,
+                                               code + pad, role, allow)
+    output = (output[: len(output) - len(pad)] if pad and output.endswith(pad) else output) + tail
+    if not any(f.fixed for f in findings):
+        output = source  # no fix, no write: libcst's round trip is not always exact
     if output != source:
         try:
-            cst.parse_module(output)
+            cst.parse_module(output + eof_padding(output))
         except cst.ParserSyntaxError as exc:  # a rule bug: never write it
             raise SourceError(f"internal error: the rewrite does not parse ({exc.message}); "
                               "file left unchanged, please report this") from exc
+        lost = lost_comments(source, output)
+        if lost:  # checked with tokenize, independently of libcst
+            raise SourceError(f"internal error: the rewrite would drop the comment {lost[0]!r}; "
+                              "file left unchanged, please report this")
     return TransformResult(source, output, findings)
 
 

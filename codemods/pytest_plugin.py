@@ -4,8 +4,9 @@ Device bugs stay invisible on CPU-only CI because ``torch.cuda.is_available()`` 
 there; under the simulation it is True and mixing devices raises as on a GPU. The
 simulation is switched on before conftest.py files and test modules are imported (module-level
 ``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`` sees the GPU)
-and off when the session ends. Without ``--simulate-cuda`` the plugin does nothing and
-never imports torch.
+and off when the session ends; Python subprocesses the tests start get it too (the startup hook
+``devmod verify`` uses). Without ``--simulate-cuda`` the plugin does nothing and never imports
+torch.
 
 The ``devmod_cuda`` fixture gives a test the active simulation (``None`` without the
 flag), e.g. ``assert devmod_cuda.stats.param_devices == {"cuda:0"}``.
@@ -44,7 +45,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def _start(config: pytest.Config) -> None:
     from .verify.simulate import simulated_cuda
 
+    from .verify.runner import child_environment
+
     stack = contextlib.ExitStack()
+    stack.enter_context(child_environment(True, None, no_bytecode=False))  # subprocesses see the GPU too
     config.stash[_SIM] = stack.enter_context(simulated_cuda())
     config.stash[_STACK] = stack
 

@@ -25,7 +25,7 @@ import pytest
 
 TIMEOUT_S = 60  # per script
 # Examples without an nn.Module: no parameters to be on cuda:0.
-NO_MODEL = {"09_mixed_tensors"}
+NO_MODEL = {"09_mixed_tensors", "25_overridable_string_device_clean"}
 CUDA_MISSING = ("Torch not compiled with CUDA enabled", "Found no NVIDIA driver", "No CUDA GPUs are available")
 
 

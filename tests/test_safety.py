@@ -173,16 +173,6 @@ def test_a_failed_write_leaves_the_original_and_no_temp_file(tmp_path, monkeypat
     assert no_temp_files(tmp_path)
 
 
-def test_a_hard_link_is_not_written_through(tmp_path):
-    """Replace-by-rename: the other name of a hard-linked file keeps the old bytes."""
-    path = write(tmp_path / "a.py", NEEDS_FIX)
-    other = tmp_path / "linked.txt"
-    os.link(path, other)
-    assert run_apply(str(path)).exit_code == 0
-    assert other.read_text() == NEEDS_FIX
-    assert FIXED_LINE in path.read_text()
-
-
 # -- broken rule output is never written ----------------------------------------------------------
 
 class _UncheckedName(cst.Name):

@@ -12,6 +12,9 @@ looks at, then shared with each file's rewrite as a small, picklable ``FileRole`
   files) and functions that return a module (``def make_net(): return Net()``), as visible
   in this file (its own definitions and what it imports from the project), so that
   ``net = make_net()`` moves with its inputs.
+- ``tensor_helpers``: functions that return a CPU tensor they build from host data
+  (``return torch.from_numpy(a).float()``) and place nothing themselves: where driver code
+  feeds their result to a model, it moves with the model.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class FileRole:
     imported: bool = False
     driver_functions: frozenset[str] = frozenset()
     model_names: frozenset[str] = frozenset()
+    tensor_helpers: frozenset[str] = frozenset()
+    main_only: frozenset[str] = frozenset()  # driver functions only this file's main block reaches
 
 
 @dataclass
@@ -47,6 +52,7 @@ class _Summary:
     functions: set[str] = field(default_factory=set)
     class_bases: dict[str, set[str]] = field(default_factory=dict)
     returns: dict[str, set[str]] = field(default_factory=dict)  # function -> callee names it returns
+    tensor_helpers: set[str] = field(default_factory=set)
     imports: set[str] = field(default_factory=set)  # absolute dotted modules imported
     from_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (module, name)
     star_modules: set[str] = field(default_factory=set)
@@ -89,6 +95,8 @@ def summarise(path: str, source: str) -> _Summary | None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             summary.functions.add(stmt.name)
             summary.returns[stmt.name] = _returned_callees(stmt)
+            if _returns_host_tensor(stmt):
+                summary.tensor_helpers.add(stmt.name)
             _collect_loads(summary, stmt.name, [*stmt.body, *stmt.args.defaults, *stmt.args.kw_defaults])
             _collect_loads(summary, _TOP, stmt.decorator_list)
         elif isinstance(stmt, ast.ClassDef):
@@ -160,6 +168,33 @@ def _returned_callees(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[s
     return returned - {""}
 
 
+_NOT_TENSORS = ("torch.nn.", "torch.device", "torch.load", "torch.Generator", "torch.optim.", "torch.utils.")
+
+
+def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every ``return`` gives a torch call chain (``torch.from_numpy(a).float()``), and the
+    function places nothing itself (no ``.to``, ``.cuda``, ``device=``)."""
+    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+    if not returns:
+        return False
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and node.attr in ("to", "cuda"):
+            return False
+        if isinstance(node, ast.keyword) and node.arg == "device":
+            return False
+    for ret in returns:
+        value = ret.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and isinstance(value.func.value, ast.Call):
+            value = value.func.value  # ``torch.from_numpy(a).float()``
+        if not isinstance(value, ast.Call):
+            return False
+        name = _dotted(value.func)
+        if not name.startswith("torch.") or name.startswith(_NOT_TENSORS):
+            return False
+    return True
+
+
 def _callee(call: ast.Call) -> str:
     """``Net`` / ``nn.Sequential``; for ``Net(...).to(d)`` / ``.eval()`` the constructor."""
     func = call.func
@@ -181,7 +216,7 @@ class ProjectIndex:
         self.imported = {path for s in self.files.values() for m in s.imports
                          for target in self._resolve(m) if (path := target.path) != s.path}
         self.model_classes, self.model_factories = self._models()
-        self.driver = self._driver_functions()
+        self.driver, self._callers = self._driver_functions()
 
     @classmethod
     def build(cls, sources: Iterable[tuple[str, str]]) -> "ProjectIndex":
@@ -228,9 +263,12 @@ class ProjectIndex:
         visible = self._visible(summary)
         models = {name for name, (file, original) in visible.items()
                   if (file, original) in self.model_classes or (file, original) in self.model_factories}
+        helpers = {name for name, (file, original) in visible.items()
+                   if file in self.files and original in self.files[file].tensor_helpers}
         return FileRole(imported=summary.path in self.imported,
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
-                        model_names=frozenset(models))
+                        model_names=frozenset(models), tensor_helpers=frozenset(helpers),
+                        main_only=frozenset(self._main_only(summary)))
 
     # -- name resolution -----------------------------------------------------------------------
     def _resolve(self, module: str) -> list[_Summary]:
@@ -287,7 +325,21 @@ class ProjectIndex:
         return classes, factories
 
     # -- driver code -------------------------------------------------------------------------------
-    def _driver_functions(self) -> set[tuple[str, str]]:
+    def _main_only(self, summary: _Summary) -> set[str]:
+        """This file's driver functions that only its own main block reaches (also through
+        each other): a device defined at the top of that block is bound when they run."""
+        found = {f for f in summary.functions if (summary.path, f) in self.driver}
+        changed = True
+        while changed:
+            changed = False
+            for function in list(found):
+                sites = self._callers.get((summary.path, function), set()) - {(summary.path, function)}
+                if not all(path == summary.path and (name == _MAIN or name in found) for path, name in sites):
+                    found.discard(function)
+                    changed = True
+        return found
+
+    def _driver_functions(self) -> tuple[set[tuple[str, str]], dict]:
         """Functions reached from driver code and from nothing else. Start from everything
         reachable, then drop any function loaded elsewhere (or only reached through a
         dropped one) until nothing changes: the set only shrinks, so this ends."""
@@ -315,7 +367,7 @@ class ProjectIndex:
                 if not (reached and pure):
                     driver.discard(function)
                     changed = True
-        return driver
+        return driver, callers
 
 
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")

@@ -191,4 +191,4 @@ def is_loss_callee(func: cst.BaseExpression) -> bool:
         func = func.func
     name = dotted(func)
     last = name.rsplit(".", 1)[-1].lower() if name else ""
-    return "loss" in last or "criterion" in last
+    return any(word in last for word in ("loss", "criterion", "cross_entropy", "nll"))

@@ -127,10 +127,76 @@ def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
     if _consumed_on_cpu(metadata, top) or _used_as_index(metadata, top):
         return True
     name = assigned_name(metadata, call, through_arithmetic=True)
-    if name is None:
+    if name is not None and any(_consumed_on_cpu(metadata, use) or _used_as_index(metadata, use)
+                                for use in uses_of_binding(metadata, name)):
+        return True
+    return _cpu_bound(metadata, call, 0)
+
+
+_MAX_FLOW_DEPTH = 3  # assignments followed from a factory to where its data ends up
+
+
+def _cpu_bound(metadata: Mapping, node: cst.CSTNode, depth: int) -> bool:
+    """Does the value reach CPU-side work through torch functions, tensor methods, arithmetic
+    with numbers or with other CPU-bound data, and a few assignments? ``feats =
+    torch.unsqueeze(torch.linspace(...), 1)``; ``target = feats.pow(2) + 0.1 * noise``;
+    ``TensorDataset(feats, target)``: every tensor in that chain is dataset material."""
+    if depth > _MAX_FLOW_DEPTH:
         return False
-    return any(_consumed_on_cpu(metadata, use) or _used_as_index(metadata, use)
-               for use in uses_of_binding(metadata, name))
+    top = _data_top(metadata, node, depth)
+    if _consumed_on_cpu(metadata, top) or _used_as_index(metadata, top):
+        return True
+    parent = metadata[ParentNodeProvider].get(top)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+        return False
+    return any(_cpu_bound(metadata, use, depth + 1) for use in uses_of_binding(metadata, parent.targets[0].target))
+
+
+def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
+    parents = metadata[ParentNodeProvider]
+    current = chain_top(metadata, node)
+    while True:
+        parent = parents.get(current)
+        if isinstance(parent, cst.UnaryOperation):
+            current = parent
+        elif isinstance(parent, cst.BinaryOperation):
+            other = parent.right if parent.left is current else parent.left
+            if not (_is_number(other) or _cpu_rooted(metadata, other, depth)):
+                return current
+            current = parent
+        elif isinstance(parent, (cst.Arg, cst.Element)):
+            holder = parents.get(parent)
+            if isinstance(holder, (cst.Tuple, cst.List)):
+                holder = parents.get(parents.get(holder))  # ``torch.cat((a, b))``
+            if not (isinstance(holder, cst.Call) and _torch_data_function(metadata, holder)):
+                return current
+            current = chain_top(metadata, holder)
+        else:
+            return current
+
+
+def _torch_data_function(metadata: Mapping, call: cst.Call) -> bool:
+    """``torch.unsqueeze``, ``torch.normal``, ``torch.cat``: a torch function whose result
+    lives where its tensor arguments do."""
+    return any(n.startswith("torch.") and n.count(".") == 1 for n in qualified_names(metadata, call.func))
+
+
+def _cpu_rooted(metadata: Mapping, expr: cst.BaseExpression, depth: int) -> bool:
+    """``feats.pow(2)`` where ``feats`` is CPU-bound data itself."""
+    node = expr
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        else:
+            break
+    if not isinstance(node, cst.Name) or depth >= _MAX_FLOW_DEPTH:
+        return False
+    bindings = scope_bindings(metadata[ScopeProvider].get(node), node.value)
+    if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Name):
+        return False
+    return any(_consumed_on_cpu(metadata, chain_top(metadata, use)) for use in uses_of_binding(metadata, bindings[0].node))
 
 
 def _arithmetic_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
@@ -142,6 +208,9 @@ def _arithmetic_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
         parent = parents.get(current)
         if isinstance(parent, cst.UnaryOperation):
             current = parent
+        elif isinstance(parent, cst.Comparison) and parent.left is current \
+                and all(_is_number(c.comparator) for c in parent.comparisons):
+            current = parent  # ``torch.rand(1) > 0.5``
         elif isinstance(parent, cst.BinaryOperation):
             other = parent.right if parent.left is current else parent.left
             if not _is_number(other):
@@ -284,6 +353,12 @@ def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
         return True
     if isinstance(node, cst.Call) and _torch_function_of_tensor(metadata, node):
         return True
+    if isinstance(node, cst.UnaryOperation):
+        return is_surely_tensor(metadata, node.expression)
+    if isinstance(node, cst.BinaryOperation) and not any(
+            isinstance(side, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+            for side in (node.left, node.right)):  # ``"%.3f" % t`` is a string
+        return is_surely_tensor(metadata, node.left) or is_surely_tensor(metadata, node.right)
     if isinstance(node, cst.Name):
         scope = metadata[ScopeProvider].get(node)
         if scope is None:

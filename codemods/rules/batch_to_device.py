@@ -152,6 +152,30 @@ class BatchToDevice(Rule):
         return is_model_callee(func, self._model_names)
 
     VALID = [
+        # A loop that feeds no model: data statistics, and an endless generator whose batches
+        # are moved where they are consumed.
+        Valid('''import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def mean_of(loader):
+    total = torch.zeros(3)
+    for x, _ in loader:
+        total += x.sum(0)
+    return total
+
+def cycle(loader):
+    while True:
+        for batch in loader:
+            yield batch
+
+if __name__ == "__main__":
+    loader = DataLoader(data)
+    print(mean_of(loader).numpy())
+    batches = cycle(loader)
+    model(next(batches).to(device))
+'''),
         # already moved: a tuple assignment, a dict comprehension, a helper, inside the expression
         Valid('import torch\nfrom torch.utils.data import DataLoader\n'
               'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

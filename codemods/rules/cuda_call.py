@@ -78,7 +78,11 @@ class CudaCall(Rule):
         if self.state.suppressions.suppresses(self.CODE, self.position(original_node)[0]):
             return updated_node
         body = list(updated_node.body.body)
-        body[0] = body[0].with_changes(leading_lines=(*updated_node.leading_lines, *body[0].leading_lines))
+        # The comments beside the `if` and below its body stay, above the collapsed statements.
+        block = updated_node.body
+        carried = [cst.EmptyLine(comment=block.header.comment)] if block.header.comment else []
+        carried += [line for line in block.footer if line.comment]
+        body[0] = body[0].with_changes(leading_lines=(*updated_node.leading_lines, *carried, *body[0].leading_lines))
         return self.fix(original_node, updated_node, cst.FlattenSentinel(body),
                         "guard that only moved to CUDA collapses into `.to(device)`")
 

@@ -32,14 +32,16 @@ right device is also faster than creating it on the CPU and copying it
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
+from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
 from ..analysis.names import keyword_arg, positional, qualified_names
-from ..analysis.tree import ancestors, to_call, walk
-from ..analysis.roles import factory_name, is_loss_callee, is_model_callee, model_variables
+from ..analysis.tree import ancestors, code_of, to_call, walk
+from ..analysis.scopes import ScopeKind, scope_bindings
+from ..analysis.roles import builds_model, factory_name, is_loss_callee, is_loss_constructor, is_model_callee, \
+    model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
-    moved_in_chain, assigned_name, chain_top, uses_of_binding
+    moved_in_chain, assigned_name, chain_top, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
 _MAX_REBINDINGS = 4  # ``x = f(x)`` steps followed before the move
@@ -66,18 +68,38 @@ class FactoryDevice(Rule):
         folded = self._fold_to(original_node, updated_node)
         if folded is not None:
             return folded
-        if qualified_names(self.metadata, original_node.func) & _FROM_HOST:
+        if self._global_device_in_model(original_node):
+            device = self.device_for(original_node)
+            if device is not None:
+                return self.fix(original_node, updated_node, updated_node.with_changes(args=[cst.Arg(device)]),
+                                "inside a model the device comes from its input, not from the module's global")
+        if self._host_tensor_maker(original_node):
             return self._move_host_tensor(original_node, updated_node)
         if not self._needs_device(original_node) or self._moved_after(original_node) \
                 or self._variable_moved_later(original_node):
             return updated_node
         device = self.device_for(original_node)
-        if device is None or flows_only_to_cpu(self.metadata, original_node):
+        if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
         return self.fix(original_node, updated_node, with_keyword(updated_node, "device", device),
                         f"`{factory_name(self.metadata, original_node)}` creates a CPU tensor here: add `device=`")
+
+    def _host_tensor_maker(self, call: cst.Call) -> str | None:
+        """What makes a CPU tensor here that takes no ``device=``: ``torch.from_numpy``, a legacy
+        constructor, a ``.type(torch.FloatTensor)`` cast (always the CPU), or a project helper
+        that returns one (``real_batch()``)."""
+        made = sorted(qualified_names(self.metadata, call.func) & _FROM_HOST)
+        if made:
+            return f"`{made[0]}`"
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in self.state.role.tensor_helpers:
+            return f"`{func.value}()`"
+        if isinstance(func, cst.Attribute) and func.attr.value == "type" and len(call.args) == 1 \
+                and qualified_names(self.metadata, call.args[0].value) & _FROM_HOST:
+            return "a `.type(torch.<Type>Tensor)` cast"
+        return None
 
     def _needs_device(self, call: cst.Call) -> bool:
         """A factory call that takes ``device=``, has none, and runs where its code stands."""
@@ -124,6 +146,24 @@ class FactoryDevice(Rule):
             or (a.keyword is None and not a.star and is_dtype(self.metadata, a.value))
             for a in outer.args)
 
+    def _global_device_in_model(self, call: cst.Call) -> bool:
+        """``t.to(device)`` in a model's forward path with ``device`` the module's global: on a
+        DataParallel replica or a model moved elsewhere, that is the wrong device."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and len(call.args) == 1
+                and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name)):
+            return False
+        place = self.devices.place(call)
+        if place.kind is not ScopeKind.MODEL_METHOD or place.method_name == "__init__":
+            return False
+        return self._is_global_device(call.args[0].value)
+
+    def _is_global_device(self, name: cst.Name) -> bool:
+        if name.value not in {d.name for d in self.device_definitions}:
+            return False
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
+        return bool(bindings) and all(isinstance(b.scope, GlobalScope) for b in bindings)
+
     def _device_argument(self, to_call: cst.Call) -> cst.BaseExpression | None:
         """The device of ``.to(device)`` when that is its only argument."""
         args = positional(to_call)
@@ -145,13 +185,51 @@ class FactoryDevice(Rule):
         if in_signature(self.metadata, original) or moved_in_chain(self.metadata, original):
             return updated
         device = self.device_for(original)
-        if device is None or flows_only_to_cpu(self.metadata, original) or not self._feeds_model(original):
+        in_model = self.devices.place(original).kind is ScopeKind.MODEL_METHOD  # it meets the input there
+        if device is None or flows_only_to_cpu(self.metadata, original) \
+                or not (in_model or self._feeds_model(original)):
             return updated
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
             return updated
         moved = to_call(updated, device)
-        maker = sorted(qualified_names(self.metadata, original.func) & _FROM_HOST)[0]
-        return self.fix(original, updated, moved, f"`{maker}` makes a CPU tensor; move it with `.to(device)`")
+        maker = self._host_tensor_maker(original)
+        return self.fix(original, updated, moved, f"{maker} makes a CPU tensor; move it with `.to(device)`")
+
+    def _feeds_unplaced(self, call: cst.Call) -> bool:
+        """Is the tensor an input of an object devmod cannot place (``net = build()`` with
+        ``build`` unknown, never moved)? Moving the input alone would break a call that works:
+        the group stays where it is."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, call)
+        for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
+            arg = parents.get(chain_top(self.metadata, use))
+            callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(callee, cst.Call) and isinstance(callee.func, cst.Name) \
+                    and self._unplaced_object(callee.func):
+                return True
+        return False
+
+    def _unplaced_object(self, name: cst.Name) -> bool:
+        """``name`` is bound only to results of calls that build no known model and is never moved."""
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
+        if not bindings:
+            return False
+        for binding in bindings:
+            target = binding.node
+            assign = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(target))
+            if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+                return False  # a def, an import, a parameter, a loop variable: not ours to judge
+            value = assign.value
+            if moved_in_chain(self.metadata, value) or _moved_by_method(value):
+                return False
+            inner = value
+            while isinstance(inner.func, cst.Attribute) and isinstance(inner.func.value, cst.Call):
+                inner = inner.func.value
+            if builds_model(self.metadata, inner, self.facts) or wrapper_kind(self.metadata, inner) \
+                    or is_loss_constructor(self.metadata, inner) or factory_name(self.metadata, inner):
+                return False
+        return not any(_moves_itself_somewhere(self.metadata, use, name.value)
+                       for use in uses_of(self.metadata, name))
 
     def _feeds_model(self, call: cst.Call) -> bool:
         """Host data is usually dataset material: move it only where it is, directly or through
@@ -161,7 +239,10 @@ class FactoryDevice(Rule):
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, call)
         for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
-            arg = parents.get(chain_top(self.metadata, use))
+            top = chain_top(self.metadata, use)
+            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
+                top = parents.get(top)  # ``model(batch + offset)``: the sum meets the model
+            arg = parents.get(top)
             callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
             if isinstance(callee, cst.Call) and (is_model_callee(callee.func, self._model_names)
                                                  or is_loss_callee(callee.func)):
@@ -176,11 +257,46 @@ class FactoryDevice(Rule):
         device = self._device_argument(original)
         if device is None or not self._needs_device(func.value):
             return None
+        if isinstance(device, cst.Name) and self._is_global_device(device) \
+                and self.devices.place(original).kind is ScopeKind.MODEL_METHOD:
+            device = self.device_for(original) or device  # the input's device, not the module's global
         inner = updated.func.value  # type: ignore[union-attr]
         return self.fix(original, updated, with_keyword(inner, "device", device),
                         "create the tensor on the device instead of copying it there")
 
     VALID = [
+        # Library code: a helper for __init__ (model.to() moves the buffer), a helper no driver code
+        # calls, and the input of an object devmod cannot place (``build`` is not known to make a model).
+        Valid('''import torch
+import torch.nn as nn
+from elsewhere import build
+
+def ramp(n):
+    return torch.arange(n) / n
+
+def noise(n):
+    return torch.randn(n)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", ramp(4))
+
+if __name__ == "__main__":
+    net = build()
+    print(net(torch.randn(1, 4)))
+'''),
+        # Indices read one by one as Python numbers, and a tensor read as a boolean, stay on the CPU.
+        Valid('''import numpy as np
+import torch
+
+data = np.arange(100)
+ix = torch.randint(90, (4,))
+rows = [data[i:i + 8] for i in ix]
+done = torch.rand(1) > 0.5
+if done:
+    print(rows)
+'''),
         # nanoGPT: already on the input's device.
         Valid('''import torch
 import torch.nn as nn
@@ -244,6 +360,62 @@ def step(model, device, h=torch.zeros(3)):
 '''),
     ]
     INVALID = [
+        # The model moves, so its inputs built the old way move with it: a legacy constructor, a
+        # ``.type(torch.FloatTensor)`` cast (always the CPU) and a helper that returns a NumPy batch.
+        Invalid('''import numpy as np
+import torch
+import torch.nn as nn
+
+def batch():
+    return torch.from_numpy(np.ones((2, 3))).float()
+
+if __name__ == "__main__":
+    model = nn.Linear(3, 2).cuda()
+    x = torch.FloatTensor([[1.0, 2.0, 3.0]])
+    y = torch.cat((x, x)).type(torch.FloatTensor)
+    print(model(x), model(y), model(batch()))
+''', '''import numpy as np
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def batch():
+    return torch.from_numpy(np.ones((2, 3))).float()
+
+if __name__ == "__main__":
+    model = nn.Linear(3, 2).cuda()
+    x = torch.FloatTensor([[1.0, 2.0, 3.0]]).to(device)
+    y = torch.cat((x, x)).type(torch.FloatTensor).to(device)
+    print(model(x), model(y), model(batch().to(device)))
+'''),
+        # Inside forward the module's global device gives way to the input's; a helper that
+        # receives a tensor follows it.
+        Invalid('''import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def keep_mask(t, p):
+    return torch.rand(t.shape[0]) < p
+
+class Net(nn.Module):
+    def forward(self, x):
+        offset = torch.ones(3).to(device)
+        return (x + offset) * keep_mask(x, 0.5)[:, None]
+''', '''import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def keep_mask(t, p):
+    return torch.rand(t.shape[0], device=t.device) < p
+
+class Net(nn.Module):
+    def forward(self, x):
+        offset = torch.ones(3, device=x.device)
+        return (x + offset) * keep_mask(x, 0.5)[:, None]
+'''),
         # A training function with a `device` parameter; `import torch as th`; `.to(device)` folds.
         Invalid('''import torch as th
 
@@ -402,6 +574,33 @@ def _next_assign_of(metadata, uses: list[cst.Name], variable: str) -> cst.Assign
             if isinstance(parent, cst.BaseStatement):
                 return None
     return found
+
+
+def _moved_by_method(call: cst.Call) -> bool:
+    """``build().cuda()`` / ``build().to(d)`` anywhere in the chain."""
+    node = call
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if _moves_off_the_cpu(node.func.attr.value, node):
+            return True
+        node = node.func.value
+    return False
+
+
+def _moves_off_the_cpu(method: str, call: cst.CSTNode) -> bool:
+    """``.cuda()`` or ``.to(<not the CPU>)``."""
+    if method == "cuda":
+        return True
+    if method != "to" or not isinstance(call, cst.Call) or not call.args:
+        return False
+    return "cpu" not in code_of(call.args[0].value)
+
+
+def _moves_itself_somewhere(metadata, use: cst.Name, variable: str) -> bool:
+    """``net.to(device)`` / ``net.cuda()`` as a use of ``net``."""
+    parents = metadata[ParentNodeProvider]
+    parent = parents.get(use)
+    return isinstance(parent, cst.Attribute) and parent.value is use \
+        and _moves_off_the_cpu(parent.attr.value, parents.get(parent))
 
 
 def _inside(metadata, node: cst.CSTNode, assign: cst.Assign) -> bool:

@@ -20,8 +20,9 @@ and changes ``state_dict()`` keys.
 - Left alone: functional calls (``F.relu``, ``F.linear(x, self.weight)``),
   parameter-free modules (``nn.ReLU()(x)``, ``nn.MaxPool2d(2)``, ``nn.Flatten()``,
   ``nn.Dropout``), containers, losses, layers built in ``__init__`` and in helpers
-  ``__init__`` calls (``self._make_layer(...)``), and lazy initialisation
-  (``if self.fc is None: self.fc = nn.Linear(...)``).
+  ``__init__`` calls (``self._make_layer(...)``), lazy initialisation
+  (``if self.fc is None: self.fc = nn.Linear(...)``), and a layer kept in a cache on the
+  input's device (``self.cache[d] = nn.Linear(d, d).to(hidden)``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider
 
 from ..analysis.names import dotted, keyword, last_part, qualified_names
 from ..analysis.roles import MODEL_FACTORY_PREFIXES, is_loss_constructor, is_torch_nn_class
@@ -67,11 +69,24 @@ class LayerInForward(Rule):
         function, klass = method
         if function.name.value not in self._runtime_methods(klass):
             return
-        if not self._builds_weights(node) or self._lazy_init(node, function):
+        if not self._builds_weights(node) or self._lazy_init(node, function) or self._placed_and_cached(node):
             return
         name = code_of(node.func)
         self.report(node, f"`{name}(...)` is built inside `{function.name.value}()`: its weights are created on "
                           "the CPU on every call and never trained; build it once in `__init__` and call it here")
+
+    def _placed_and_cached(self, call: cst.Call) -> bool:
+        """``self.cache[d] = nn.Linear(d, d).to(hidden)``: built once per key, on the input's
+        device, and kept: the author chose a fixed projection; the report would be false."""
+        parents = self.metadata[ParentNodeProvider]
+        attribute, outer = parents.get(call), None
+        if isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in ("to", "cuda"):
+            outer = parents.get(attribute)
+        if not (isinstance(outer, cst.Call) and outer.func is attribute):
+            return False
+        target = parents.get(outer)
+        return isinstance(target, cst.Assign) and all(
+            isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in target.targets)
 
     # -- where the call is -------------------------------------------------------------------------
     def _model_method(self, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
@@ -152,6 +167,16 @@ class LayerInForward(Rule):
         return False
 
     VALID = [
+        # A projection built once per width, on the input's device, and kept.
+        Valid('''import torch.nn as nn
+
+class Mixer(nn.Module):
+    def forward(self, hidden):
+        d = hidden.shape[-1]
+        if d not in self.cache:
+            self.cache[d] = nn.Linear(d, d).to(hidden)
+        return self.cache[d](hidden)
+'''),
         # Layers built in __init__ (also through a helper it calls) and used in forward.
         Valid("import torch.nn as nn\nimport torch.nn.functional as F\n\nclass Net(nn.Module):\n"
               "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n"

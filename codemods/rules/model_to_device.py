@@ -67,6 +67,8 @@ class ModelToDevice(Rule):
 
     def _place(self, original, updated, name: str):
         value = original.value
+        if isinstance(value, (cst.List, cst.Tuple)) and self._in_training_code(original):
+            return self._place_each(original, updated, name)
         if not isinstance(value, cst.Call) or not self._in_training_code(original):
             return updated
         if not self._needs_move(original, value, name):
@@ -79,6 +81,31 @@ class ModelToDevice(Rule):
                    if loss_weight_argument(self.metadata, value) is not None
                    else f"model `{name}` is never moved: `.to(device)` where it is built")
         return self.fix(original, updated, updated.with_changes(value=moved), message)
+
+    def _place_each(self, original, updated, name: str):
+        """``nets = [Net(4), Net(16)]``: every model of the list moves, as one would alone."""
+        elements = original.value.elements
+        if not elements or not all(isinstance(e.value, cst.Call) and builds_model(self.metadata, e.value, self.facts)
+                                   and not places_itself(e.value) for e in elements):
+            return updated
+        if self._moved_in_a_loop(original, name):
+            return updated
+        device = self.device_for(original)
+        if device is None:
+            return updated
+        moved = [e.with_changes(value=to_call(e.value, device)) for e in updated.value.elements]
+        return self.fix(original, updated, updated.with_changes(value=updated.value.with_changes(elements=moved)),
+                        f"the models in `{name}` are never moved: `.to(device)` on each where it is built")
+
+    def _moved_in_a_loop(self, assign, name: str) -> bool:
+        """``for m in nets: m.to(device)`` / ``[m.cuda() for m in nets]``: the author moves them."""
+        for node in walk(self.tree):
+            if isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.iter, cst.Name) \
+                    and node.iter.value == name:
+                scope = node.body if isinstance(node, cst.For) else self.metadata[ParentNodeProvider].get(node)
+                if any(isinstance(n, cst.Attribute) and n.attr.value in ("to", "cuda") for n in walk(scope)):
+                    return True
+        return False
 
     # -- what the assignment builds ------------------------------------------------------------
     def _needs_move(self, assign, call: cst.Call, name: str) -> bool:

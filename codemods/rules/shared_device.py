@@ -53,6 +53,8 @@ class SharedDevice(Rule):
         self._remove: set[cst.CSTNode] = set()
         self._insert: list[cst.BaseStatement] = []
         self._anchor = -1
+        self._keeper: cst.CSTNode | None = None  # the definition kept; comments of dropped copies join it
+        self._carried: list[cst.EmptyLine] = []
         self._guard: cst.If | None = None  # the main block that gets the definition instead
         self._plan(node)
         return False  # all work is planned on the whole module; children stay as they are
@@ -82,7 +84,10 @@ class SharedDevice(Rule):
                 return
             if self.fix(where, module, statement, f"add the shared `{name}` variable") is statement:
                 self._anchor, self._insert = anchor, self._import_torch_if_missing() + [statement]
-                self._remove |= set(self._local_duplicates(module, name, statement))
+                self._keeper = statement
+                for duplicate in self._local_duplicates(module, name, statement):
+                    self._remove.add(duplicate)
+                    self._carried += comment_lines(duplicate)
             return
         keep = definitions[0]
         keep_index = body.index(top_level_statement(self.metadata, keep.statement))
@@ -91,15 +96,24 @@ class SharedDevice(Rule):
                     or anchor >= first_use:
                 self.report(body[first_use], f"`{name}` is used before it is defined")
                 return
-            moved = keep.statement.with_changes(leading_lines=[cst.EmptyLine()])
+            # The comments on and above the definition move with it.
+            moved = keep.statement.with_changes(
+                leading_lines=[cst.EmptyLine(), *(line for line in keep.statement.leading_lines if line.comment)])
             if self.fix(keep.statement, keep.statement, moved, f"move `{name}` above its first use") is moved:
                 self._anchor, self._insert = anchor, [moved]
                 self._remove.add(keep.statement)
+                self._keeper = moved
+        elif keep.statement in body:
+            self._keeper = keep.statement
         same = code_of(keep.assign.value)
         for other in definitions[1:]:
             if code_of(other.assign.value) == same and len(other.statement.body) == 1:
+                comments = comment_lines(other.statement)
+                if comments and self._keeper is None:
+                    continue  # nowhere to carry its comments: leave the copy in place
                 if self.fix(other.statement, other.statement, None, f"drop a repeated definition of `{name}`") is None:
                     self._remove.add(other.statement)
+                    self._carried += comments
 
     def _uses(self, name: str) -> tuple[list[cst.CSTNode], list[cst.CSTNode]]:
         """Loads of ``name`` that resolve to module level: run at import / run when called."""
@@ -120,18 +134,17 @@ class SharedDevice(Rule):
     def _main_block_only(self, module: cst.Module, immediate: list[cst.CSTNode],
                          deferred: list[cst.CSTNode]) -> cst.If | None:
         """The main block, when the file is imported by others and every use of the device is in
-        that block or in a function only driver code calls."""
-        if not self.state.role.imported or not immediate:
+        that block or in a function only that block reaches."""
+        if not self.state.role.imported:
             return None
-        guards = {id(s): s for s in immediate if is_main_guard(s)}
-        if len(guards) != 1 or len(immediate) != sum(1 for s in immediate if id(s) in guards):
+        guards = [s for s in module.body if is_main_guard(s)]
+        if len(guards) != 1 or any(s is not guards[0] for s in immediate):
             return None
-        driver = self.state.role.driver_functions
         for use in deferred:
             outer = [p for p in ancestors(self.metadata, use) if isinstance(p, cst.FunctionDef)]
-            if not outer or outer[-1].name.value not in driver:
+            if not outer or outer[-1].name.value not in self.state.role.main_only:
                 return None
-        return next(iter(guards.values()))
+        return guards[0]
 
     def _definition_statement(self, name: str) -> cst.SimpleStatementLine:
         value = device_expression(self.state.config.device_style, self.torch_alias)
@@ -164,6 +177,9 @@ class SharedDevice(Rule):
         body = [s for s in original_node.body if s not in self._remove]
         index = sum(1 for s in original_node.body[: self._anchor + 1] if s not in self._remove)
         body[index:index] = self._insert
+        if self._carried:
+            body = [s.with_changes(leading_lines=[*s.leading_lines, *self._carried]) if s is self._keeper else s
+                    for s in body]
         return updated_node.with_changes(body=[self._strip(s) for s in body])
 
     def _strip(self, statement: cst.BaseStatement) -> cst.BaseStatement:
@@ -203,6 +219,15 @@ class _Remover(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         return cst.RemovalSentinel.REMOVE if original_node in self.remove else updated_node
+
+
+def comment_lines(statement: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The comments above and after a one-line statement, as lines to put above another."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return []
+    lines = [line for line in statement.leading_lines if line.comment]
+    trailing = statement.trailing_whitespace.comment
+    return lines + ([cst.EmptyLine(comment=trailing)] if trailing else [])
 
 
 def _bound_at_module_level(metadata, module: cst.Module, name: str) -> bool:

@@ -207,6 +207,17 @@ class StringDevice(Rule):
                         "hard-coded CUDA default -> shared device")
 
     VALID = [
+        # A setting the user overrides (``--device=cpu``): it stays a string, comparisons too.
+        Valid('''import sys
+import torch
+
+device = "cuda"
+for arg in sys.argv[1:]:
+    key, value = arg[2:].split("=")
+    globals()[key] = value
+x = torch.ones(2).to(device)
+pinned = device == "cuda"
+'''),
         Valid('import torch\nx = torch.ones(2).to("cpu")\ny = torch.zeros(2, device="cpu")\n'),
         Valid('import torch\nz = torch.ones(2, device="cuda:1")  # a second GPU on purpose\n'),
         Valid('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'

@@ -10,6 +10,8 @@ from typing import Any, Iterator
 
 import torch
 
+from .virtual_devices import gpu_count
+
 GPU_NAME = "Simulated CUDA GPU (devmod)"
 TOTAL_MEMORY = 80 * 2**30
 
@@ -119,7 +121,7 @@ def _memory_summary(*args: Any, **kwargs: Any) -> str:
 
 
 CUDA_FUNCTIONS: dict[str, Any] = {
-    "is_available": _true, "device_count": lambda: 1, "current_device": _zero, "is_initialized": _true,
+    "is_available": _true, "device_count": lambda: gpu_count(), "current_device": _zero, "is_initialized": _true,
     "init": _noop, "_lazy_init": _noop,
     "get_device_name": lambda *a, **k: GPU_NAME, "get_device_capability": lambda *a, **k: (9, 0),
     "get_device_properties": _properties, "get_arch_list": lambda: ["sm_90"],
@@ -142,7 +144,7 @@ CUDA_FUNCTIONS: dict[str, Any] = {
 
 ACCELERATOR_FUNCTIONS: dict[str, Any] = {
     "is_available": _true, "current_accelerator": lambda *a, **k: torch.device("cuda"),
-    "device_count": lambda: 1, "current_device_index": _zero, "current_device_idx": _zero,
+    "device_count": lambda: gpu_count(), "current_device_index": _zero, "current_device_idx": _zero,
     "set_device_index": _noop, "set_device_idx": _noop, "synchronize": _noop,
     "current_stream": lambda *a, **k: Stream(), "set_stream": _noop,
 }

@@ -35,6 +35,11 @@ DEVICE_ERROR_PATTERNS = (
     "'lengths' argument should be a 1D CPU int64 tensor",
     "cannot pin 'torch.cuda",
     "invalid device ordinal",
+    "invalid gradient at index",  # backward(grad) with grad on another device
+    "and mask to be on the same device",  # masked_fill
+    "device type for generator but found",  # a CPU generator for a CUDA factory (or the reverse)
+    "Tensors of the same index must be on the same device",  # optimizers' foreach grouping
+    "to have the same device as tensor for argument",  # checkSameGPU (cuDNN, some CUDA kernels)
 )
 # Fallback names; the rule registry is asked first so hints follow the catalogue.
 RULE_NAMES = {
@@ -146,6 +151,22 @@ def diagnose(exc: BaseException, device_of: Callable[[Any], str]) -> Diagnosis:
         return Diagnosis("", "`pack_padded_sequence` lengths must stay on the CPU")
     if "cannot pin" in message:
         return Diagnosis("", "keep Dataset / collate_fn output on the CPU and move each batch in the loop")
+    if "invalid gradient at index" in message:
+        return Diagnosis("", "the gradient given to `backward()` must be on the output's device: "
+                             "make it with `torch.ones_like(y)` or `device=y.device`")
+    if "device type for generator" in message:
+        return Diagnosis("", "a `torch.Generator` must be on the device of the tensors it fills: "
+                             "`torch.Generator(device=device)`")
+    if "Tensors of the same index" in message:
+        return Diagnosis("DM403", "the optimizer state is on another device than the parameters: move the "
+                                  "model before building the optimizer and loading its state")
+    gpus = sorted({d for d in devices_in(message) if d.startswith("cuda")})
+    if len(gpus) > 1:
+        return Diagnosis("", f"the tensors are on two different GPUs ({' and '.join(gpus)}): put them on one "
+                             "device, e.g. `.to(x.device)`")
+    if "and mask to be on the same device" in message:
+        return Diagnosis("DM201", "the mask is on another device than the tensor it fills: create it with "
+                                  "`device=x.device`")
     return _mismatch(exc, frame, device_of)
 
 

@@ -20,11 +20,51 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _device
 
-from .virtual_devices import CPU, CUDA, DeviceTable, normalize, tensors_in
+from .virtual_devices import CPU, CUDA, DeviceTable, collect_tensors, gpu_count_from_environment, normalize, set_gpu_count, tensors_in
 
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, {0} and {1}!"
-_CUDA_DEVICE = torch.device(CUDA)
+GENERATOR_MISMATCH = "Expected a '{0}' device type for generator but found '{1}'"
 _Parameter = torch.nn.Parameter
+_DEVICE_OBJECTS: dict[str, torch.device] = {}
+
+
+def _device_object(name: str) -> torch.device:
+    found = _DEVICE_OBJECTS.get(name)
+    if found is None:
+        found = _DEVICE_OBJECTS[name] = torch.device(name)
+    return found
+
+
+_IN_PLACE: dict[Any, bool] = {}
+# Attributes that are not tensors and do not depend on the device: answered by PyTorch directly.
+_PLAIN_ATTRIBUTES = frozenset({"shape", "dtype", "requires_grad", "is_leaf", "ndim", "layout", "names",
+                               "is_sparse", "is_quantized", "is_meta", "is_nested", "grad_fn", "_version",
+                               "output_nr", "itemsize", "nbytes", "is_mkldnn"})
+
+
+def in_place(func: Callable) -> bool:
+    """``add_``, ``x += y`` (``__iadd__``): ops that write into their first argument."""
+    found = _IN_PLACE.get(func)
+    if found is None:
+        name = getattr(func, "__name__", "") or ""
+        if name.startswith("__"):
+            found = name.startswith("__i") and name[3:-2] in _IN_PLACE_DUNDERS
+        else:
+            found = name.endswith("_")
+        _IN_PLACE[func] = found
+    return found
+
+
+_IN_PLACE_DUNDERS = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+                               "lshift", "rshift", "matmul", "div"})
+
+
+def _is_output(tensor: torch.Tensor, outputs: Any) -> bool:
+    if outputs is None:
+        return False
+    if outputs is tensor:
+        return True
+    return isinstance(outputs, (tuple, list)) and any(o is tensor or _is_output(tensor, o) for o in outputs)
 
 
 @dataclass
@@ -66,7 +106,8 @@ class SimulatedCuda(TorchFunctionMode):
     # -- the dispatcher ------------------------------------------------------------------
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         __tracebackhide__ = True  # pytest shows the user's line, not this one
-        kwargs = kwargs or {}
+        if kwargs is None:
+            kwargs = {}
         self.stats.ops += 1
         handler = HANDLERS.get(func)
         if handler is not None:
@@ -76,40 +117,69 @@ class SimulatedCuda(TorchFunctionMode):
             return self._get(func, args)
         if name == "__set__":
             return self._set(func, args)
+        if not kwargs and func not in constructors():
+            # The most common calls: no keyword arguments, tensors straight in args.
+            inputs = collect_tensors(args, [])
+            if not inputs:
+                return func(*args)  # torch.is_grad_enabled(), torch._C._set_grad_enabled(False) ...
+            common = self.check(func, inputs, args[0] if in_place(func) else None)
+            result = func(*args)
+            self.mark_result(result, common, inputs)
+            return result
         return self.generic(func, args, kwargs)
 
     def generic(self, func: Callable, args: tuple, kwargs: dict) -> Any:
-        """An ordinary op: inputs must agree; the result lands where the inputs are, or on
-        ``device=`` for factories."""
+        """An ordinary op: inputs must agree (TensorIterator's rule, see :meth:`check`); the result
+        lands where the inputs are, or on ``device=`` for factories."""
         __tracebackhide__ = True
         target = None
-        device = kwargs.get("device")
+        outputs: Any = None
+        if kwargs:
+            device = kwargs.get("device")
+            outputs = kwargs.get("out")
+        else:
+            device = None
         constructor = func in constructors()
         if device is not None:
             target = normalize(device)
-            if target == CUDA:
+            if target != CPU:
                 kwargs = {**kwargs, "device": "cpu"}
         elif constructor:
             target = self.default_target()
-            if target == CUDA:
+            if target is not None and target != CPU:
                 kwargs = {**kwargs, "device": "cpu"}
-        inputs = list(tensors_in(args))
+        inputs = collect_tensors(args, [])
         if kwargs:
-            inputs.extend(tensors_in(kwargs))
+            collect_tensors(kwargs, inputs)
         if constructor:
             # torch.tensor([...]) reads values, so tensors inside it don't decide the device;
             # torch.tensor(t) / as_tensor(t) copy t and stay where it is.
             common = self.table.of(args[0]) if args and isinstance(args[0], torch.Tensor) else CPU
         else:
-            common = self.check(func, inputs) if inputs else CPU
+            if in_place(func) and args and isinstance(args[0], torch.Tensor):
+                outputs = args[0] if outputs is None else (args[0], outputs)
+            common = self.check(func, inputs, outputs) if inputs else CPU
+        if kwargs and kwargs.get("generator") is not None:
+            self.check_generator(func, kwargs["generator"], target or common)
         result = func(*args, **kwargs)
         self.mark_result(result, target or common, inputs)
         return result
 
+    def check_generator(self, func: Callable, generator: Any, device: str) -> None:
+        """ATen's ``check_generator``: a CUDA kernel needs a CUDA generator and a CPU one a CPU one."""
+        __tracebackhide__ = True
+        wanted = "cpu" if device == CPU else "cuda"
+        found = "cpu" if self.table.of(generator) == CPU else "cuda"
+        if wanted != found:
+            self.stats.device_errors += 1
+            error = RuntimeError(GENERATOR_MISMATCH.format(wanted, found))
+            error.devmod_mismatch = Mismatch(op_name(func), (device, self.table.of(generator)), [])  # type: ignore
+            raise error
+
     def default_target(self) -> str | None:
         """``torch.set_default_device("cuda")`` or ``with torch.device("cuda"):``."""
-        if self.default_device == CUDA:
-            return CUDA
+        if self.default_device != CPU:
+            return self.default_device
         current = _device.CURRENT_DEVICE
         if current is not None and current.type == "cuda":
             return normalize(current)
@@ -125,39 +195,54 @@ class SimulatedCuda(TorchFunctionMode):
             self.table.set(result, device)
         elif isinstance(result, (tuple, list)):
             seen = {id(t) for t in inputs}
-            for tensor in tensors_in(result):
+            for tensor in collect_tensors(result, []):
                 if id(tensor) not in seen:
                     self.table.set(tensor, device)
 
-    def check(self, func: Callable, inputs: list[torch.Tensor]) -> str:
-        """The device ``func`` runs on; raises PyTorch's error when its inputs disagree."""
-        __tracebackhide__ = True
-        first = None
-        several = len(inputs) > 1
-        param_devices = None
-        for tensor in inputs:
-            device = self.table.of(tensor)
-            cls = type(tensor)
-            if several and cls is not torch.Tensor and (cls is _Parameter or isinstance(tensor, _Parameter)):
-                param_devices = param_devices or set()
-                param_devices.add(device)
-            # 0-dim CPU tensors mix freely with tensors on any device (PyTorch treats them as scalars).
-            if device == CPU and several and tensor.dim() == 0:
-                continue
-            if first is None:
-                first = device
-            elif device != first:
-                raise self.mismatch(func, inputs)
-        if param_devices and not getattr(func, "__name__", "_").endswith("_"):
-            # In-place ops on parameters are initialisation and optimizer steps, not the model at work.
-            self.stats.param_devices |= param_devices
-        return first or CPU
+    def check(self, func: Callable, inputs: list[torch.Tensor], outputs: Any = None) -> str:
+        """The device ``func`` runs on; raises PyTorch's error when its inputs disagree.
 
-    def mismatch(self, func: Callable, inputs: list[torch.Tensor], message: str | None = None) -> RuntimeError:
+        TensorIterator's rule: the common device is the first non-CPU one; every other tensor
+        must be on it, except a 0-dim CPU tensor used as an INPUT (a CPU scalar). An output
+        (``outputs``: the tensor an in-place op writes, ``out=``) never gets that exemption."""
+        __tracebackhide__ = True
+        known = self.table._devices  # the table's lookup, inlined: this runs for nearly every call
+        devices = []
+        common = CPU
+        for tensor in inputs:
+            entry = known.get(id(tensor))
+            if entry is not None and entry[0]() is tensor:
+                device = entry[1]
+                if common is CPU:
+                    common = device
+            else:
+                device = CPU
+            devices.append(device)
+        several = len(inputs) > 1
+        if several and common != CPU:
+            for tensor, device in zip(inputs, devices):
+                if device != common and not (device == CPU and tensor.dim() == 0
+                                             and not _is_output(tensor, outputs)):
+                    raise self.mismatch(func, inputs, MISMATCH.format(common, device), (common, device))
+        if several:
+            param_devices = None
+            for tensor, device in zip(inputs, devices):
+                cls = type(tensor)
+                if cls is not torch.Tensor and (cls is _Parameter or isinstance(tensor, _Parameter)):
+                    param_devices = param_devices or set()
+                    param_devices.add(device)
+            if param_devices and not in_place(func):
+                # In-place ops on parameters are initialisation and optimizer steps, not the model at work.
+                self.stats.param_devices |= param_devices
+        return common
+
+    def mismatch(self, func: Callable, inputs: list[torch.Tensor], message: str | None = None,
+                 pair: tuple[str, str] | None = None) -> RuntimeError:
         """PyTorch's error for mixed devices, carrying what devmod needs to explain it."""
         operands = [(t, self.table.of(t)) for t in inputs]
-        devices = sorted({d for _, d in operands}, reverse=True)  # "cuda:0" first, as PyTorch mostly prints
-        pair = (devices[0], devices[1]) if len(devices) > 1 else (devices[0], devices[0])
+        if pair is None:
+            devices = sorted({d for _, d in operands}, reverse=True)  # "cuda:0" first, as PyTorch mostly prints
+            pair = (devices[0], devices[1]) if len(devices) > 1 else (devices[0], devices[0])
         error = RuntimeError(message or MISMATCH.format(*pair))
         error.devmod_mismatch = Mismatch(op_name(func), pair, operands)  # type: ignore[attr-defined]
         self.stats.device_errors += 1
@@ -167,12 +252,15 @@ class SimulatedCuda(TorchFunctionMode):
     def _get(self, func: Callable, args: tuple) -> Any:
         owner = args[0]
         attribute = getattr(getattr(func, "__self__", None), "__name__", "")  # Python properties have none
+        if attribute in _PLAIN_ATTRIBUTES:
+            return func(*args)
         if attribute == "device":
-            return _CUDA_DEVICE if self.table.of(owner) == CUDA else func(*args)
+            device = self.table.of(owner)
+            return func(*args) if device == CPU else _device_object(device)
         if attribute == "is_cuda":
-            return self.table.of(owner) == CUDA
+            return self.table.of(owner) != CPU
         if attribute == "is_cpu":
-            return self.table.of(owner) != CUDA and func(*args)
+            return self.table.of(owner) == CPU and func(*args)
         value = func(*args)
         # .grad (made by autograd outside the mode), .data, .T, .mT, .real ...: tensors the mode
         # never saw, on their owner's device.
@@ -188,8 +276,9 @@ class SimulatedCuda(TorchFunctionMode):
 
 
 @contextlib.contextmanager
-def simulated_cuda() -> Iterator[SimulatedCuda]:
-    """Run the block on a simulated ``cuda:0``: ``torch.cuda.is_available()`` is True, tensors
+def simulated_cuda(gpus: int | None = None) -> Iterator[SimulatedCuda]:
+    """Run the block on a simulated ``cuda:0`` (``gpus``: how many GPUs the machine has; default
+    ``$DEVMOD_SIMULATED_GPUS`` or 1): ``torch.cuda.is_available()`` is True, tensors
     carry a virtual device, mixing devices raises. Everything is restored on exit, also when
     the block raises. ``sim.stats.param_devices`` tells where the model's parameters worked::
 
@@ -205,6 +294,7 @@ def simulated_cuda() -> Iterator[SimulatedCuda]:
     if _ACTIVE:
         yield _ACTIVE[-1]
         return
+    set_gpu_count(gpus if gpus is not None else gpu_count_from_environment())
     mode = SimulatedCuda()
     with patched_torch(mode), mode:
         _ACTIVE.append(mode)

@@ -14,11 +14,12 @@ import torch
 
 from .virtual_devices import CPU, CUDA, normalize, tensors_in
 
-NUMPY_ON_CUDA = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+NUMPY_ON_CUDA = ("can't convert {0} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                  "to host memory first.")
 INDEX_ON_OTHER_DEVICE = "indices should be either on cpu or on the same device as the indexed tensor (cpu)"
 RNN_MISMATCH = "Input and {0} tensors are not at the same device, found input tensor at {1} and {0} tensor at {2}"
-LENGTHS_ON_CUDA = "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 {0} tensor"
+LENGTHS_ON_CUDA = "'lengths' argument should be a 1D CPU int64 tensor, but got {0}D {1} {2} tensor"
+INVALID_GRADIENT = "invalid gradient at index {0} - expected device {1} but got {2}"
 _T = torch.Tensor
 _OTHER_BACKEND = frozenset({"meta", "mps", "xpu", "hpu", "xla", "lazy", "mtia", "privateuseone", "ipu", "vulkan"})
 _LEGACY_DTYPES = {"FloatTensor": torch.float32, "DoubleTensor": torch.float64, "HalfTensor": torch.float16,
@@ -65,6 +66,8 @@ def _to(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
         target, dtype = mode.table.of(other), other.dtype
     elif rest and isinstance(rest[0], (str, int, torch.device)) and not isinstance(rest[0], bool):
         device = rest.pop(0)
+    elif rest and rest[0] is None:  # t.to(None, torch.float16): Module.to(dtype) calls it this way
+        rest.pop(0)
     if rest and isinstance(rest[0], torch.dtype):
         dtype = rest.pop(0)
     non_blocking = rest.pop(0) if rest else kwargs.get("non_blocking", False)
@@ -97,7 +100,7 @@ def _type(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     wanted = args[1] if len(args) > 1 else kwargs.get("dtype")
     if wanted is None:
         name = func(*args, **kwargs)
-        return name.replace("torch.", "torch.cuda.", 1) if mode.table.of(tensor) == CUDA else name
+        return name.replace("torch.", "torch.cuda.", 1) if mode.table.of(tensor) != CPU else name
     if isinstance(wanted, torch.dtype):
         return move(mode, tensor, None, wanted)
     name = wanted if isinstance(wanted, str) else getattr(wanted, "legacy_name", None) or \
@@ -118,13 +121,15 @@ def _type_as(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
 # -- calls that only exist on one side -------------------------------------------------------
 def _numpy(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     force = args[1] if len(args) > 1 else kwargs.get("force", False)
-    if mode.table.of(args[0]) == CUDA and not (func is _T.numpy and force):
-        raise TypeError(NUMPY_ON_CUDA)
+    device = mode.table.of(args[0])
+    if device != CPU and not (func is _T.numpy and force):
+        raise TypeError(NUMPY_ON_CUDA.format(device))
     return func(*args, **kwargs)
 
 
 def _get_device(mode: Any, func: Callable, args: tuple, kwargs: dict) -> int:
-    return 0 if mode.table.of(args[0]) == CUDA else func(*args, **kwargs)
+    device = mode.table.of(args[0])
+    return int(device.split(":")[1]) if device != CPU else func(*args, **kwargs)
 
 
 def _record_stream(mode: Any, func: Callable, args: tuple, kwargs: dict) -> None:
@@ -139,7 +144,7 @@ def _follow_self(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     target = mode.table.of(args[0])
     if device is not None:
         target = normalize(device)
-        if target == CUDA:
+        if target != CPU:
             kwargs = {**kwargs, "device": "cpu"}
     result = func(*args, **kwargs)
     mode.mark_result(result, target, [args[0]])
@@ -160,21 +165,45 @@ _SUFFIX = re.compile(r", (?=[a-z_]+=)")
 
 def _repr(mode: Any, func: Callable, args: tuple, kwargs: dict) -> str:
     text = func(*args, **kwargs)
-    if mode.table.of(args[0]) == CUDA and "device=" not in text:
+    device = mode.table.of(args[0])
+    if device != CPU and "device=" not in text:
         # Real CUDA tensors print `device='cuda:0'` as the first suffix.
         found = _SUFFIX.search(text)
         cut = found.start() if found else len(text) - 1
-        text = f"{text[:cut]}, device='cuda:0'{text[cut:]}"
+        text = f"{text[:cut]}, device='{device}'{text[cut:]}"
     return text
 
 
 # -- autograd -------------------------------------------------------------------------------
 def _backward(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
-    return func(*args, **kwargs)  # a graph may span devices (x.to("cuda") is differentiable)
+    """A graph may span devices (``x.to("cuda")`` is differentiable), but a gradient handed to
+    ``backward`` must be on its output's device (the autograd engine moves only 0-dim ones)."""
+    if func is _T.backward:
+        outputs, grads = args[0], args[1] if len(args) > 1 else kwargs.get("gradient")
+    else:
+        outputs = args[0] if args else kwargs.get("tensors")
+        grads = args[1] if len(args) > 1 else kwargs.get("grad_tensors")
+    _check_gradients(mode, func, outputs, grads)
+    return func(*args, **kwargs)
+
+
+def _check_gradients(mode: Any, func: Callable, outputs: Any, grads: Any) -> None:
+    if grads is None:
+        return
+    outputs = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs or ())
+    grads = [grads] if isinstance(grads, torch.Tensor) else list(grads)
+    for index, (output, grad) in enumerate(zip(outputs, grads)):
+        if isinstance(grad, torch.Tensor) and isinstance(output, torch.Tensor) and grad.dim() > 0:
+            expected, got = mode.table.of(output), mode.table.of(grad)
+            if expected != got:
+                raise mode.mismatch(func, [output, grad], INVALID_GRADIENT.format(index, expected, got),
+                                    (expected, got))
 
 
 def _autograd_grad(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     """Each gradient lives where its input does."""
+    grads = args[2] if len(args) > 2 else kwargs.get("grad_outputs")
+    _check_gradients(mode, func, args[0] if args else kwargs.get("outputs"), grads)
     result = func(*args, **kwargs)
     inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
     inputs = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs or ())
@@ -188,9 +217,9 @@ def _autograd_grad(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
 def _check_indices(mode: Any, func: Callable, base: torch.Tensor, index: Any) -> str:
     """CPU indices into a GPU tensor are fine; GPU indices into a CPU tensor are not."""
     base_device = mode.table.of(base)
-    if base_device != CUDA:
+    if base_device == CPU and not isinstance(index, (int, slice)):
         for tensor in tensors_in(index):
-            if tensor.dim() > 0 and mode.table.of(tensor) == CUDA:
+            if tensor.dim() > 0 and mode.table.of(tensor) != CPU:
                 raise mode.mismatch(func, [base, tensor], INDEX_ON_OTHER_DEVICE)
     return base_device
 
@@ -222,8 +251,11 @@ def _index_put(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
 def _check_put(mode: Any, func: Callable, base: torch.Tensor, index: Any, value: Any) -> None:
     advanced = any(t.dim() > 0 for t in tensors_in(index))
     if advanced and isinstance(value, torch.Tensor) and value.dim() > 0:
-        if mode.table.of(value) != mode.table.of(base):
-            raise mode.mismatch(func, [base, value])
+        own, other = mode.table.of(base), mode.table.of(value)
+        if own != other:
+            # index_put's TensorIterator: the written tensor comes first unless it is the CPU one.
+            pair = (own, other) if own != CPU else (other, own)
+            raise mode.mismatch(func, [base, value], None, pair)
 
 
 # -- convolutions ----------------------------------------------------------------------------
@@ -231,7 +263,7 @@ def _conv(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     """A GPU input with CPU weights fails in cuDNN's type check, with its own message."""
     data = args[0] if args else kwargs.get("input")
     weight = args[1] if len(args) > 1 else kwargs.get("weight")
-    if isinstance(weight, torch.Tensor) and mode.table.of(data) == CUDA and mode.table.of(weight) != CUDA:
+    if isinstance(weight, torch.Tensor) and mode.table.of(data) != CPU and mode.table.of(weight) == CPU:
         raise mode.mismatch(func, [data, weight], f"Input type ({legacy_name(data, True)}) and weight type "
                                                   f"({legacy_name(weight, False)}) should be the same")
     return mode.generic(func, args, kwargs)
@@ -266,9 +298,11 @@ def _rnn(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
 
 def _pack_padded(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     data, lengths = args[0], args[1]
-    if mode.table.of(lengths) == CUDA:
+    if mode.table.of(lengths) != CPU:
+        # Worded as ATen does; the Python wrapper has already made the lengths int64.
         dtype = {torch.int64: "Long", torch.int32: "Int"}.get(lengths.dtype, str(lengths.dtype))
-        raise mode.mismatch(func, [data, lengths], LENGTHS_ON_CUDA.format(dtype))
+        raise mode.mismatch(func, [data, lengths],
+                            LENGTHS_ON_CUDA.format(lengths.dim(), mode.table.of(lengths), dtype))
     packed, batch_sizes = func(*args, **kwargs)
     mode.table.set(packed, mode.table.of(data))
     mode.table.set(batch_sizes, CPU)  # batch sizes live on the CPU, also on a GPU machine
@@ -304,3 +338,7 @@ HANDLERS.update(dict.fromkeys(_functions(
 HANDLERS.update(dict.fromkeys(_functions(
     "copy_", "set_", "is_set_to", "__deepcopy__", "__reduce_ex__", "__setstate__", "__format__")
     + _functions("is_same_size", "result_type", "_has_compatible_shallow_copy_type", owner=torch), _unchecked))
+
+from .device_checks import HANDLERS as _OWN_CHECKS  # noqa: E402  (ops with their own device check)
+
+HANDLERS.update(_OWN_CHECKS)

@@ -14,6 +14,7 @@ import torch
 
 from .cuda_api import ACCELERATOR_FUNCTIONS, CUDA_FUNCTIONS
 from .serialization import patched_serialization
+from .warning_lines import patched_warnings
 from .tensor_ops import _LEGACY_DTYPES, legacy_name
 from .virtual_devices import CPU, CUDA, is_cuda_request, normalize, tensors_in
 
@@ -61,7 +62,7 @@ def _legacy_type(mode: Any, name: str, real: type) -> type:
         return tensor
 
     meta = _instance_check(lambda obj: isinstance(obj, torch.Tensor) and obj.dtype == dtype
-                           and mode.table.of(obj) == CUDA)
+                           and mode.table.of(obj) != CPU)
     return meta(name, (), {"__new__": __new__, "__module__": "torch.cuda", "legacy_name": f"torch.cuda.{name}"})
 
 
@@ -77,7 +78,7 @@ def _tensor_patches(mode: Any) -> dict[str, Any]:
 
     def pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
         # Patched on the class, not in the mode: DataLoader pins in a thread the mode does not reach.
-        if mode.table.of(self) == CUDA:
+        if mode.table.of(self) != CPU:
             raise RuntimeError(f"cannot pin '{legacy_name(self, True)}' only dense CPU tensors can be pinned")
         return self  # no page-locked memory without a GPU; the CPU tensor is what the caller needs
 
@@ -127,14 +128,14 @@ def _default_device_patches(mode: Any) -> dict[str, Any]:
 
     def set_default_device(device: Any) -> None:
         if device is not None and is_cuda_request(device):
-            normalize(device)  # an ordinal the machine lacks fails here, as on a GPU
-            mode.default_device = CUDA
+            mode.default_device = normalize(device)  # an ordinal the machine lacks fails here, as on a GPU
             return real_set(None)  # factories get device="cpu" plus a virtual cuda:0 from the mode
         mode.default_device = CPU
         return real_set(device)
 
     def get_default_device() -> torch.device:
-        return torch.device(CUDA) if mode.default_target() == CUDA else real_get()
+        target = mode.default_target()
+        return torch.device(target) if target is not None and target != CPU else real_get()
 
     def set_default_tensor_type(t: Any) -> None:
         name = t if isinstance(t, str) else (getattr(t, "legacy_name", None) or f"{t.__module__}.{t.__name__}")
@@ -170,8 +171,8 @@ class _MarkedScriptFunction:
 
 
 def _mark_outputs(mode: Any, result: Any, inputs: list[torch.Tensor]) -> Any:
-    devices = {mode.table.of(t) for t in inputs}
-    mode.mark_result(result, CUDA if CUDA in devices else CPU, inputs)
+    devices = [d for d in (mode.table.of(t) for t in inputs) if d != CPU]
+    mode.mark_result(result, devices[0] if devices else CPU, inputs)
     return result
 
 
@@ -197,14 +198,59 @@ def _jit_patches(mode: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return {"script": script, "trace": trace}, {"__call__": call}
 
 
-def _generator_class() -> type:
+class _VirtualGenerator(torch._C.Generator):
+    """A CPU random stream that says it is on a GPU: ``.device`` reads the virtual device."""
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return torch.device(_GENERATOR_DEVICES.of(self) if _GENERATOR_DEVICES is not None else CPU)
+
+
+_GENERATOR_DEVICES: Any = None
+
+
+def _generator_class(mode: Any) -> type:
+    global _GENERATOR_DEVICES
     real = torch.Generator
+    _GENERATOR_DEVICES = mode.table
 
     def __new__(cls: type, device: Any = "cpu") -> Any:
-        return real("cpu" if is_cuda_request(device) else device)  # the random stream is a CPU one
+        if not is_cuda_request(device):
+            return real(device)
+        generator = _VirtualGenerator("cpu")  # the random stream is a CPU one
+        mode.table.set(generator, normalize(device))  # factories check it against their device
+        return generator
 
     meta = _instance_check(lambda obj: isinstance(obj, real))
     return meta("Generator", (), {"__new__": __new__, "__module__": "torch", "__doc__": real.__doc__})
+
+
+def _autocast_init() -> Callable:
+    real = torch.amp.autocast_mode.autocast.__init__
+
+    def __init__(self: Any, device_type: str, dtype: Any = None, enabled: bool = True,
+                 cache_enabled: Any = None) -> None:
+        # The data is on the CPU, so CUDA autocast runs as CPU autocast with CUDA's default dtype
+        # (float16): lower-precision casts happen as on a GPU (CPU's op lists are a little shorter).
+        if device_type == "cuda":
+            device_type, dtype = "cpu", dtype if dtype is not None else torch.float16
+        real(self, device_type, dtype, enabled, cache_enabled)
+
+    return __init__
+
+
+def _group_tensors(mode: Any) -> Callable:
+    real = torch._C._group_tensors_by_device_and_dtype
+
+    def group(tensorlistlist: Any, with_indices: bool = False) -> Any:
+        # The real grouping sees CPU tensors only; the foreach path of the optimizers relies on it
+        # to reject state that lives on another device than the parameters.
+        from .device_checks import group_tensors_check
+
+        group_tensors_check(mode, tensorlistlist)
+        return real(tensorlistlist, with_indices)
+
+    return group
 
 
 def _variable_class(mode: Any) -> type:
@@ -265,7 +311,10 @@ def patched_torch(mode: Any) -> Iterator[None]:
         enter(_patched(torch.utils, {"swap_tensors": _swap_tensors(mode)}))
         enter(_patched(torch._C._nn, {"_parse_to": _parse_to(mode)}))
         enter(_patched(torch, {**_default_device_patches(mode), "compile": _compile,
-                               "Generator": _generator_class()}))
+                               "Generator": _generator_class(mode)}))
+        enter(_patched(torch._C, {"_group_tensors_by_device_and_dtype": _group_tensors(mode)}))
+        enter(patched_warnings())
+        enter(_patched(torch.amp.autocast_mode.autocast, {"__init__": _autocast_init()}))
         enter(_patched(torch.autograd, {"Variable": _variable_class(mode)}))
         enter(_patched(torch.nn.DataParallel, {"forward": _data_parallel_forward(mode)}))
         enter(_patched(torch.backends.cudnn, {"is_acceptable": lambda tensor: False}))  # no cuDNN to accept it

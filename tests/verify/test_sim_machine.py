@@ -295,3 +295,21 @@ def test_a_nested_simulation_is_the_active_one():
     with simulated_cuda() as outer, simulated_cuda() as inner:
         assert inner is outer and torch.zeros(1, device="cuda").is_cuda
     assert not torch.cuda.is_available() or REAL_GPU
+
+
+def test_module_to_a_dtype_alone_converts_the_parameters(sim):
+    # Module.to(torch.float16) calls t.to(None, torch.float16, False) on every tensor (found running
+    # torch_ema's test suite under --simulate-cuda).
+    model = torch.nn.Linear(3, 2).to(torch.float16)
+    assert model.weight.dtype == torch.float16
+    model = torch.nn.Linear(3, 2).cuda().to(torch.float64)
+    assert model.weight.dtype == torch.float64 and model.weight.device.type == "cuda"
+
+
+def test_cuda_autocast_lowers_the_precision_as_on_a_gpu(sim):
+    # Code that casts back to float32 inside autocast and feeds a half-precision layer relies on
+    # autocast casting the layer's inputs (found running vector-quantize-pytorch's tests).
+    layer = torch.nn.Linear(4, 4).cuda().half()
+    with torch.autocast("cuda", dtype=torch.float16):
+        out = layer(torch.randn(2, 4, device="cuda"))
+    assert out.dtype == torch.float16 and out.device.type == "cuda"

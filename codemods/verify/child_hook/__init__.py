@@ -1,0 +1,1 @@
+"""The startup hook (``sitecustomize``) that child processes of a verified script inherit."""

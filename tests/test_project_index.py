@@ -1,0 +1,122 @@
+"""The project index: which files are library code, which functions are driver code, which
+names build models; and what `devmod apply` does with it on a small library-shaped project."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from codemods.analysis.project import ProjectIndex
+from codemods.config import Config
+from codemods.driver import process_files
+
+BLOCKS = '''\
+import torch
+import torch.nn as nn
+
+
+def ramp(n):
+    return torch.arange(n) / n
+
+
+def Block(dim):
+    return nn.Sequential(nn.Linear(dim, dim), nn.ReLU())
+
+
+class Net(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.block = Block(dim)
+        self.register_buffer("scale", ramp(dim))
+
+    def forward(self, x):
+        return self.block(x * self.scale)
+
+
+def make_net():
+    return Net(4)
+
+
+def selftest():
+    net = Net()
+    return net(torch.randn(2, 4))
+
+
+if __name__ == "__main__":
+    print(selftest().shape)
+'''
+
+TRAIN = '''\
+import torch
+from models import *
+
+net = make_net()
+print(net(torch.randn(1, 4)))
+'''
+
+
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("from .blocks import *\n")
+    (tmp_path / "models" / "blocks.py").write_text(BLOCKS)
+    (tmp_path / "train.py").write_text(TRAIN)
+    return tmp_path
+
+
+def test_roles(tmp_path):
+    root = project(tmp_path)
+    index = ProjectIndex.from_paths([str(p) for p in root.rglob("*.py")])
+    blocks = index.role_for(str(root / "models" / "blocks.py"))
+    train = index.role_for(str(root / "train.py"))
+    assert blocks.imported and not train.imported
+    # selftest() only runs from the main block; ramp() runs at construction time
+    assert blocks.driver_functions == {"selftest", "make_net"}
+    assert {"Net", "Block", "make_net"} <= train.model_names
+    assert "ramp" not in train.model_names
+
+
+def test_a_function_also_called_from_model_code_is_not_driver_code():
+    sources = [("a.py", "import torch\n\ndef helper():\n    return torch.zeros(2)\n\n"
+                        "class M:\n    def f(self):\n        return helper()\n\n"
+                        "if __name__ == '__main__':\n    helper()\n")]
+    assert ProjectIndex.build(sources).role_for("a.py").driver_functions == frozenset()
+
+
+def test_library_project_is_rewritten_in_driver_code_only(tmp_path):
+    root = project(tmp_path)
+    paths = sorted(str(p) for p in root.rglob("*.py"))
+    reports = {Path(r.path).name: r for r in process_files(paths, Config(), "write", jobs=1)}
+    assert not any(r.error for r in reports.values())
+    blocks = (root / "models" / "blocks.py").read_text()
+    # nothing at module level (``from models import *`` would export it), nothing in helpers
+    assert blocks.startswith("import torch\nimport torch.nn as nn\n\n\ndef ramp(n):\n    return torch.arange(n) / n\n")
+    assert "def Block(dim):\n    return nn.Sequential(nn.Linear(dim, dim), nn.ReLU())\n" in blocks
+    assert 'if __name__ == "__main__":\n    device = torch.device(' in blocks
+    assert "    net = Net().to(device)\n    return net(torch.randn(2, 4, device=device))\n" in blocks
+    train = (root / "train.py").read_text()
+    assert "net = make_net().to(device)\nprint(net(torch.randn(1, 4, device=device)))\n" in train
+    # the rewritten project still runs, and a second run changes nothing
+    assert subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True).returncode == 0
+    again = list(process_files(paths, Config(), "check", jobs=1))
+    assert not any(r.changed for r in again)
+
+
+def test_a_lone_file_still_sees_its_project(tmp_path):
+    root = project(tmp_path)
+    (root / "pyproject.toml").write_text("")
+    report = next(process_files([str(root / "train.py")], Config(), "diff", jobs=1))
+    assert "+net = make_net().to(device)\n" in report.diff
+
+
+def test_inputs_of_an_object_devmod_cannot_place_stay():
+    from codemods.engine import transform_source
+    source = textwrap.dedent("""\
+        import torch
+        from elsewhere import build
+
+        net = build()
+        print(net(torch.randn(1, 4)))
+        """)
+    assert transform_source(source).output == source

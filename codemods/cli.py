@@ -74,12 +74,19 @@ def main() -> None:
               default="text", show_default=True,
               help="How findings are printed (json and github for bots and CI; rdjson for reviewdog and sarif "
                    "for GitHub code scanning, which write nothing, like --diff).")
+@click.option("-i", "--interactive", is_flag=True,
+              help="Show each fix as a coloured hunk and ask: y apply, n skip, a all remaining, "
+                   "d skip the rest of the file, q quit keeping what was accepted, ? help.")
+@click.option("--fail-on-findings/--no-fail-on-findings", default=False,
+              help="Exit 1 when findings devmod cannot fix remain, even when writing (the pre-commit hook's "
+                   "default).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every fix applied.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors (and the diff with --diff).")
 def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bool | None,
           select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...],
           device_name: str | None, device_style: str | None, force_exclude: bool, jobs: int | None,
-          no_cache: bool, executor: str | None, output_format: str, verbose: bool, quiet: bool) -> None:
+          no_cache: bool, executor: str | None, output_format: str, interactive: bool, fail_on_findings: bool,
+          verbose: bool, quiet: bool) -> None:
     """Rewrite PATHS (files or folders) so tensors, models and batches share one device.
 
     Folders are searched for *.py and *.ipynb (notebooks: the code cells are
@@ -97,6 +104,11 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
         raise click.UsageError("give the files or folders to rewrite, e.g. `devmod apply --diff .`")
     if show_diff and check:
         raise click.UsageError("--diff and --check cannot be combined; --check already writes nothing")
+    if interactive and (show_diff or check or output_format not in ("text", "github")):
+        raise click.UsageError("--interactive writes the fixes you accept; it cannot be combined with "
+                               "--diff, --check or --format json/rdjson/sarif")
+    if interactive and not sys.stdin.isatty():
+        raise click.UsageError("--interactive needs a terminal to ask in; use --diff to review in a pipe")
     if device_name is not None and (problem := name_problem(device_name)):
         raise click.BadParameter(problem, param_hint="--device-name")
     try:
@@ -114,11 +126,22 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     excludes.extend(exclude)
     files = list(iter_python_files(paths, excludes, force_exclude=force_exclude,
                                    warn=lambda message: click.echo(f"devmod: warning: {message}", err=True)))
+    if interactive:
+        from .interactive import Session, review_files
+        session = Session()
+        reports = review_files(files, config, session)
+        if session.skipped and not quiet:
+            click.echo(f"devmod: {session.skipped} fix{'es' if session.skipped != 1 else ''} skipped at your "
+                       "request", err=True)
+        files = []  # done: the batch run below has nothing left to do
+    from .progress import progress_bar
     cache = None if no_cache else Cache(config)
-    reports: list[FileReport] = []
+    reports = reports if interactive else []
     try:
         with stop_on_signals(), open_executor(executor) as pool:
-            reports.extend(process_files(files, config, mode, jobs, cache=cache, executor=pool))
+            if files:
+                reports.extend(progress_bar(process_files(files, config, mode, jobs, cache=cache, executor=pool),
+                                            len(files), enabled=output_format not in ("json", "rdjson", "sarif")))
     except ExecutorError as exc:
         click.echo(f"devmod: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
@@ -129,7 +152,9 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     errors = sum(1 for r in reports if r.error)
     if errors:
         sys.exit(EXIT_ERROR)
-    if check and any(r.changed or r.open_findings for r in reports):
+    if (check or fail_on_findings) and any(r.open_findings for r in reports):
+        sys.exit(EXIT_FOUND)
+    if check and any(r.changed for r in reports):
         sys.exit(EXIT_FOUND)
 
 

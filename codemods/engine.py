@@ -23,7 +23,8 @@ from .config import Config
 from .device_name import conflict_in_file
 from .preflight import PreflightError, check_source, deep_recursion, eof_padding, split_trailing_comments
 from .rules import all_rules
-from .rules.base import STATE_KEY, Finding, Rule, RunState
+from .positions import OriginMap
+from .rules.base import STATE_KEY, Allow, Finding, Rule, RunState
 from .suppression import read_suppressions
 
 MAX_PASSES = 5
@@ -75,11 +76,14 @@ def _with_shared_device(rules: list[type[Rule]]) -> list[type[Rule]]:
 
 
 def transform_source(source: str, path: str = "<string>", config: Config | None = None,
-                     rules: Sequence[type[Rule]] | None = None, role: FileRole | None = None) -> TransformResult:
+                     rules: Sequence[type[Rule]] | None = None, role: FileRole | None = None,
+                     allow: Allow | None = None) -> TransformResult:
     """Rewrite ``source``; raises SourceError when it cannot be parsed or the rewrite is broken.
 
     ``role`` is what the project index says about the file (imported by others, which
     functions are driver code, which names build models); alone, the file is its own project.
+    ``allow``, when given, is asked before each fix with its position in ``source``
+    ((0, 0) for a fix on a line that only a fix wrote) and may decline it.
     """
     config = config or Config()
     suppressions = read_suppressions(source)
@@ -102,7 +106,7 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
             role = ProjectIndex.build([(path, source)]).role_for(path)
         # The rules see the text libcst parsed (code + pad); the tail goes back on afterwards.
         module, findings, output = _run_passes(module, active_rules(config, rules), config, suppressions,
-                                               code + pad, role)
+                                               code + pad, role, allow)
     output = (output[: len(output) - len(pad)] if pad and output.endswith(pad) else output) + tail
     if not any(f.fixed for f in findings):
         output = source  # no fix, no write: libcst's round trip is not always exact
@@ -151,10 +155,22 @@ def parse(source: str) -> cst.Module:
         raise SourceError(f"cannot parse: {exc}") from exc
 
 
+def _from_origin(allow: Allow, original: str, module: cst.Module) -> Allow:
+    """``allow`` asked with positions in ``original`` while the rules read ``module``."""
+    origins = OriginMap(original, module.code)
+
+    def asked(code: str, line: int, column: int, message: str) -> bool:
+        line, column = origins.origin(line, column) or (0, 0)
+        return allow(code, line, column, message)
+    return asked
+
+
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
-                suppressions, source: str, role: FileRole) -> tuple[cst.Module, list[Finding], str]:
+                suppressions, source: str, role: FileRole,
+                allow: Allow | None = None) -> tuple[cst.Module, list[Finding], str]:
     """The settled module, its findings and its text (``module.code``, known without a codegen)."""
     all_chosen = list(rules)
+    first_module, original = module, source
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
         # Triggers are read from the current text: one rule's fix can make another's apply.
@@ -172,6 +188,8 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
             state.changed = False
             if wrapper is None:
                 wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+                if allow is not None:
+                    state.allow = allow if module is first_module else _from_origin(allow, original, module)
             try:
                 result = wrapper.visit(rule_cls(context))
             except (SourceError, RecursionError):

@@ -9,7 +9,7 @@ safety and device lookup in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Callable, ClassVar, Literal
 
 import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
@@ -25,6 +25,9 @@ from ..config import Config
 from ..findings import Finding, Safety
 from ..suppression import Suppressions
 
+# Asked before each fix is applied: (code, line, column, message) -> apply it? Used by
+# `devmod apply --interactive`; the engine passes positions in the original source.
+Allow = Callable[[str, int, int, str], bool]
 STATE_KEY = "devmod"
 
 
@@ -56,6 +59,7 @@ class RunState:
     role: FileRole = field(default_factory=FileRole)  # what the project index says of this file
     source: str = ""  # the text of ``source_module``, the tree the pass started from
     source_module: cst.Module | None = None
+    allow: Allow | None = None  # None: every fix the configuration enables is applied
 
 
 class Rule(VisitorBasedCodemodCommand):
@@ -143,6 +147,8 @@ class Rule(VisitorBasedCodemodCommand):
             code = self.tree.code_for_node(shown) if shown is not None else ""
             self._add(line, column, message, fixed=False, replacement=code)
             return updated
+        if self.state.allow is not None and not self.state.allow(self.CODE, line, column, message):
+            return updated  # declined (`apply -i`): like a suppression comment, for this run only
         self._add(line, column, message, fixed=True)
         self.state.changed = True
         if self._mentions_shared_device(replacement):

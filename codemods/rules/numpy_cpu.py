@@ -21,6 +21,7 @@ from ..analysis.modules import called_on_import, single_assigned_value
 from ..analysis.names import keyword, method_call, positional, qualified_names
 from ..analysis.roles import builds_model
 from ..analysis.tensors import is_surely_tensor, surely_tensor_variable
+from ..analysis.tree import mentions_name
 from .base import Invalid, Rule, Valid
 
 # Methods that only a torch tensor has among objects offering ``.numpy()`` (TensorFlow
@@ -35,6 +36,7 @@ _MODEL_CHAIN = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "double
 _NOT_TENSOR_RESULTS = frozenset({"torch.load", "torch.save", "torch.is_tensor", "torch.numel", "torch.device",
                                  "torch.manual_seed", "torch.no_grad", "torch.get_default_dtype"})
 _MAX_DEPTH = 6
+_OTHER_NUMPY_LIBRARIES = ("tensorflow", "import jax", "from jax", "mxnet", "paddle", "cupy")
 
 
 class NumpyCpu(Rule):
@@ -49,13 +51,24 @@ class NumpyCpu(Rule):
         if not method_call(original_node, "numpy") or original_node.args:
             return updated_node  # ``.numpy(force=True)`` copies to the CPU itself
         receiver = original_node.func.value  # type: ignore[union-attr]
-        if _on_cpu_already(self.metadata, receiver) or not self._is_torch_tensor(receiver):
+        if _on_cpu_already(self.metadata, receiver) or not (
+                self._is_torch_tensor(receiver) or self._only_torch_has_numpy()):
             return updated_node
         func = updated_node.func
         assert isinstance(func, cst.Attribute)
         cpu = cst.Call(cst.Attribute(func.value, cst.Name("cpu")))
         return self.fix(original_node, updated_node, updated_node.with_changes(func=func.with_changes(value=cpu)),
                         "`.numpy()` fails on a GPU tensor: copy it to the CPU first")
+
+    def _only_torch_has_numpy(self) -> bool:
+        """In a file that places things on a device and imports no other array library with a
+        ``.numpy()`` method (TensorFlow, JAX, MXNet, Paddle), every ``.numpy()`` is a torch
+        tensor's: ``loss.data.numpy()`` of a moved model's loss gets ``.cpu()`` too."""
+        if not hasattr(self, "_torch_only"):
+            text = self.state.source
+            self._torch_only = not any(lib in text for lib in _OTHER_NUMPY_LIBRARIES) and (
+                mentions_name(self.tree, self.shared_name) or ".cuda(" in text or ".to(" in text)
+        return self._torch_only
 
     def _is_torch_tensor(self, receiver: cst.BaseExpression, depth: int = 0) -> bool:
         """Surely a torch tensor: some link of the chain is only found on torch tensors, or

@@ -10,20 +10,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from click.testing import CliRunner
 
-from codemods.cli import main
 
 pytest.importorskip("torch")
-HERE = Path(__file__).resolve().parent
-COLAB = HERE / "notebooks" / "colab_export.ipynb"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
+from test_notebooks import COLAB, HERE, run  # noqa: E402  (shared with the notebook tests)
 
 
 def test_verify_names_the_cell_and_line_of_a_device_error(tmp_path: Path) -> None:

@@ -283,28 +283,27 @@ class ProjectIndex:
         """Local name -> (defining file, name there) for definitions and project imports."""
         visible: dict[str, tuple[str, str]] = {}
         for module in summary.star_modules:
-            for target in self._resolve(module):
-                for name in (*target.functions, *target.class_bases):
-                    if not name.startswith("_"):
-                        visible[name] = (target.path, name)
-                # ``from .blocks import *`` in a package's __init__ re-exports one level down
-                for inner in target.star_modules:
-                    for deeper in self._resolve(inner):
-                        for name in (*deeper.functions, *deeper.class_bases):
-                            if not name.startswith("_"):
-                                visible.setdefault(name, (deeper.path, name))
+            for owner, name in self._exported(module):
+                if not name.startswith("_"):
+                    visible.setdefault(name, (owner.path, name))
         for local, (module, name) in summary.from_names.items():
-            for target in self._resolve(module):
-                if name in target.functions or name in target.class_bases:
-                    visible[local] = (target.path, name)
-                else:
-                    for inner in target.star_modules:  # re-exported through a package
-                        for deeper in self._resolve(inner):
-                            if name in deeper.functions or name in deeper.class_bases:
-                                visible[local] = (deeper.path, name)
+            for owner, defined in self._exported(module):
+                if defined == name:
+                    visible[local] = (owner.path, name)
         for name in (*summary.functions, *summary.class_bases):
             visible[name] = (summary.path, name)
         return visible
+
+    def _exported(self, module: str) -> Iterable[tuple[_Summary, str]]:
+        """What ``module`` defines, then what it re-exports one level down
+        (``from .blocks import *`` in a package's ``__init__``)."""
+        for target in self._resolve(module):
+            for name in (*target.functions, *target.class_bases):
+                yield target, name
+            for inner in target.star_modules:
+                for deeper in self._resolve(inner):
+                    for name in (*deeper.functions, *deeper.class_bases):
+                        yield deeper, name
 
     # -- models ----------------------------------------------------------------------------------
     def _models(self) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:

@@ -56,6 +56,7 @@ class HeldOut:
     statement: cst.Assign
     line: int
     blockers: list[int] = field(default_factory=list)
+    unpacked: bool = False  # ``x, y = make_batch()``: moved by a line after the statement
 
 
 @dataclass
@@ -85,6 +86,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
     on, so a ``.numpy()`` of a moved value gets ``.cpu()`` and stays fine."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
+    finder.tuple_helpers = finder.tuple_helpers_of(module)
     groups: dict[cst.Assign, Group] = {}
     for node in walk(module):
         if not (isinstance(node, cst.Assign) and len(node.targets) == 1
@@ -132,6 +134,20 @@ class _GroupFinder:
         self.parents = metadata[ParentNodeProvider]
         self.helpers = helpers
         self.numpy_fixed = numpy_fixed
+        self.tuple_helpers: set[str] = set()
+
+    def tuple_helpers_of(self, module: cst.Module) -> set[str]:
+        """Functions of the file whose every ``return`` is a tuple of host tensors
+        (``return torch.FloatTensor(xs), torch.LongTensor(ys)``)."""
+        found = set()
+        for stmt in module.body:
+            if not isinstance(stmt, cst.FunctionDef):
+                continue
+            returns = [n for n in walk(stmt.body) if isinstance(n, cst.Return)]
+            if returns and all(isinstance(r.value, cst.Tuple) and r.value.elements
+                               and all(self._held_out(e.value) for e in r.value.elements) for r in returns):
+                found.add(stmt.name.value)
+        return found
 
     def group(self, statement: cst.Assign) -> Group:
         target = statement.targets[0].target
@@ -259,12 +275,40 @@ class _GroupFinder:
             return
         holder = self.parents.get(target)
         statement = self.parents.get(holder)
+        if isinstance(holder, cst.Element):
+            self._consider_unpacked(target, holder, found)
+            return
         if not (isinstance(holder, cst.AssignTarget) and isinstance(statement, cst.Assign)
                 and len(statement.targets) == 1 and statement.targets[0].target is target):
             return
         if id(statement) in found or not self._held_out(statement.value):
             return
         found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
+
+    def _consider_unpacked(self, target: cst.Name, element: cst.Element, found: dict[int, HeldOut]) -> None:
+        """``tokens, labels = map(torch.LongTensor, rows)`` / ``x, y = make_batch()`` where the
+        helper returns a tuple of host tensors: each name is held-out data."""
+        pattern = self.parents.get(element)
+        holder = self.parents.get(pattern)
+        statement = self.parents.get(holder)
+        if not (isinstance(pattern, (cst.Tuple, cst.List)) and isinstance(holder, cst.AssignTarget)
+                and isinstance(statement, cst.Assign) and len(statement.targets) == 1
+                and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in pattern.elements)):
+            return
+        key = id(target)
+        if key in found or not self._host_tuple(statement.value):
+            return
+        found[key] = HeldOut(target.value, statement, line_of(self.metadata, statement), unpacked=True)
+
+    def _host_tuple(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        if dotted(value.func) == "map" and value.args \
+                and qualified_names(self.metadata, value.args[0].value) & HOST_MAKERS:
+            return True
+        if isinstance(value.func, cst.Name) and value.func.value in self.tuple_helpers:
+            return True
+        return False
 
     def _reaching_binding(self, use: cst.Name) -> cst.Name | None:
         """The assignment target whose value ``use`` reads: the only binding, or in straight-line
@@ -349,6 +393,11 @@ class _GroupFinder:
     # -- may it move? -------------------------------------------------------------------------
     def _blockers(self, held: HeldOut) -> list[int]:
         target = held.statement.targets[0].target
+        if held.unpacked:
+            line = self.parents.get(held.statement)
+            if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+                return [held.line]  # no room for the line that would move it
+            target = next(e.value for e in target.elements if e.value.value == held.name)  # type: ignore[attr-defined]
         return [line_of(self.metadata, use) for use in self._uses(target) if not self._fine_on_device(use)]
 
     def _uses(self, target: cst.CSTNode) -> list[cst.Name]:

@@ -57,6 +57,7 @@ class ModelToDevice(Rule):
         self._model_names = model_variables(self.metadata, node, self.facts)
         self._groups = self.model_groups()
         self._inline_moves: dict[cst.CSTNode, str] = {}
+        self._unpack_moves: dict[cst.Assign, tuple[list[str], str]] = {}
         self._held_out = self._held_out_moves()
         return visit
 
@@ -68,7 +69,12 @@ class ModelToDevice(Rule):
             if group.blocked or not group.held_out or not self._would_move(statement):
                 continue
             for held in group.held_out:
-                moves.setdefault(held.statement, (held.name, group.model))
+                if held.unpacked:
+                    names = self._unpack_moves.setdefault(held.statement, ([], group.model))[0]
+                    if held.name not in names:
+                        names.append(held.name)
+                else:
+                    moves.setdefault(held.statement, (held.name, group.model))
             for expr in group.inline:
                 self._inline_moves.setdefault(expr, group.model)
         return moves
@@ -129,6 +135,25 @@ class ModelToDevice(Rule):
                    if loss_weight_argument(self.metadata, value) is not None
                    else f"model `{name}` is never moved: `.to(device)` where it is built")
         return self.fix(original, updated, updated.with_changes(value=moved), message)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine):
+        """``x, y = make_batch()`` fed to a model that moves: a line after it moves them."""
+        statement = original_node.body[0] if len(original_node.body) == 1 else None
+        if statement not in self._unpack_moves:
+            return updated_node
+        device = self.device_for(statement)
+        if device is None:
+            return updated_node
+        names, model = self._unpack_moves[statement]  # type: ignore[index]
+        targets = cst.Tuple([cst.Element(cst.Name(n)) for n in names], lpar=[], rpar=[]) if len(names) > 1 \
+            else cst.Name(names[0])
+        values = cst.Tuple([cst.Element(to_call(cst.Name(n), device)) for n in names], lpar=[], rpar=[]) \
+            if len(names) > 1 else to_call(cst.Name(names[0]), device)
+        move = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(targets)], values)])
+        listed = ", ".join(f"`{n}`" for n in names)
+        return self.fix(statement, updated_node, cst.FlattenSentinel([updated_node, move]),
+                        f"{listed} meet model `{model}`, which moves: `.to(device)` right after they are made")
 
     def _move_held_out(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
         """``test_x = test_data.data[:100].float() / 255`` fed to a model that moves: it moves too."""

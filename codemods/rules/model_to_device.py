@@ -435,6 +435,17 @@ class ModelToDevice(Rule):
             "data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))\nheld = (data.tensors[0][8:16] / 2).to(device)\n"
             "net = nn.Linear(3, 1).to(device)\nprint(net(held) - data.tensors[1][8:16].to(device))\n",
         ),
+        # host tensors unpacked from a tuple move on the line after, with the model
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nrows = [([1, 2], 0), ([2, 1], 1)]\n\n"
+            'if __name__ == "__main__":\n    net = nn.Sequential(nn.Embedding(3, 2), nn.Flatten(), nn.Linear(4, 2))\n'
+            "    ids, labels = map(torch.LongTensor, zip(*rows))\n    print(net(ids).argmax(1) == labels)\n",
+            "import torch\nimport torch.nn as nn\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\nrows = [([1, 2], 0), ([2, 1], 1)]\n\n'
+            'if __name__ == "__main__":\n    net = nn.Sequential(nn.Embedding(3, 2), nn.Flatten(), nn.Linear(4, 2)).to(device)\n'
+            "    ids, labels = map(torch.LongTensor, zip(*rows))\n    ids, labels = ids.to(device), labels.to(device)\n"
+            "    print(net(ids).argmax(1) == labels)\n",
+        ),
         # ... but held-out data that is also plotted keeps the whole group on the CPU: report only
         Invalid(
             "import matplotlib.pyplot as plt\nimport torch\nimport torch.nn as nn\nfrom torch.utils.data import TensorDataset\n"

@@ -24,8 +24,9 @@ from typing import Mapping
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from .loops import is_pack_padded
 from .names import dotted, qualified_names
-from .roles import HOST_MAKERS, builds_model, is_loss_callee, wrapper_kind
+from .roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, wrapper_kind
 from .scopes import ClassFacts, scope_bindings
 from .tensors import is_number, uses_of_binding
 from .tree import ancestors, line_of, walk
@@ -87,6 +88,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     on, so a ``.numpy()`` of a moved value gets ``.cpu()`` and stays fine."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
     finder.tuple_helpers = finder.tuple_helpers_of(module)
+    finder.packs = any(isinstance(n, cst.Call) and is_pack_padded(metadata, n) for n in walk(module))
     groups: dict[cst.Assign, Group] = {}
     for node in walk(module):
         if not (isinstance(node, cst.Assign) and len(node.targets) == 1
@@ -135,6 +137,8 @@ class _GroupFinder:
         self.helpers = helpers
         self.numpy_fixed = numpy_fixed
         self.tuple_helpers: set[str] = set()
+        self.alias_depth = 0
+        self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
 
     def tuple_helpers_of(self, module: cst.Module) -> set[str]:
         """Functions of the file whose every ``return`` is a tuple of host tensors
@@ -271,8 +275,8 @@ class _GroupFinder:
                 self.inline[id(expr)] = expr  # used right there and nowhere else: it moves in place
             return
         target = self._reaching_binding(root)
-        if target is None:
-            return
+        if target is None or (self.packs and "len" in target.value.lower()):
+            return  # ``pack_padded_sequence`` wants its lengths on the CPU
         holder = self.parents.get(target)
         statement = self.parents.get(holder)
         if isinstance(holder, cst.Element):
@@ -338,6 +342,8 @@ class _GroupFinder:
                 names = qualified_names(self.metadata, node.func)
                 if names & HOST_MAKERS:
                     return True
+                if factory_name(self.metadata, node):  # one DM201 left on the CPU (or will place)
+                    return not any(a.keyword and a.keyword.value in ("device", "out") for a in node.args)
                 if isinstance(node.func, cst.Name) and node.func.value in self.helpers:
                     return True
                 if isinstance(node.func, cst.Attribute):
@@ -370,6 +376,8 @@ class _GroupFinder:
                     return host
             elif isinstance(node, cst.UnaryOperation):
                 node = node.expression
+            elif isinstance(node, cst.Name) and node is not value and self.alias_depth < _MAX_DEPTH:
+                return self._alias_held_out(node)
             elif isinstance(node, cst.Attribute):
                 if node.attr.value in _DATASET_STORAGE and isinstance(node.value, cst.Name) \
                         and self._bound_to_object(node.value):
@@ -378,6 +386,18 @@ class _GroupFinder:
             else:
                 return host
         return host
+
+    def _alias_held_out(self, name: cst.Name) -> bool:
+        """``inputs = x_train * 2``: held-out when ``x_train`` is."""
+        target = self._reaching_binding(name)
+        statement = self.parents.get(self.parents.get(target)) if target is not None else None
+        if not isinstance(statement, cst.Assign):
+            return False
+        self.alias_depth += 1
+        try:
+            return self._held_out(statement.value)
+        finally:
+            self.alias_depth -= 1
 
     def _bound_to_object(self, name: cst.Name) -> bool:
         """``test_data = datasets.MNIST(...)``: bound once, to a constructor call (not a tensor)."""

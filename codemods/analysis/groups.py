@@ -103,6 +103,12 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     return groups
 
 
+def blocked_scopes(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> list[object]:
+    """The scopes that hold a model whose group stays on the CPU: nothing there is placed."""
+    scopes = metadata[ScopeProvider]
+    return [scopes.get(g.statement) for g in groups.values() if g.blocked]
+
+
 def blocked_callee(metadata: Mapping, groups: Mapping[cst.Assign, Group], func: cst.BaseExpression) -> bool:
     """Is ``func`` (the callee of ``model(x)``) a model whose group cannot move?"""
     if not isinstance(func, cst.Name):
@@ -436,9 +442,9 @@ class _GroupFinder:
                 method = parent.attr.value
                 if method in _LEAVES or (method == "numpy" and self.numpy_fixed):
                     return True
-                if method not in _SAME_DEVICE_METHODS and method != "data":
+                if method == "numpy":
                     return False
-                call = self.parents.get(parent)
+                call = self.parents.get(parent)  # ``xs.pow(2)``: a tensor method's result lives with it
                 current = call if isinstance(call, cst.Call) and call.func is parent else parent
             elif isinstance(parent, cst.Subscript) and parent.value is current:
                 current = parent

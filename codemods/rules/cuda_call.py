@@ -151,11 +151,6 @@ class CudaCall(Rule):
         Valid("import torch\ntorch.cuda.manual_seed(0)\nn = torch.cuda.device_count()\n"),
     ]
     INVALID = [
-        # a device taken from an input or a parameter: kept, spelled ``.to``
-        Invalid("import torch\n\ndef shift(x, table, current_device):\n    where = x.device\n"
-                "    return x + table.cuda(where), table.cuda(current_device)\n",
-                "import torch\n\ndef shift(x, table, current_device):\n    where = x.device\n"
-                "    return x + table.to(where), table.to(current_device)\n"),
         Invalid(
             "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.ones(2).cuda(non_blocking=True)\n",
             'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -179,6 +174,11 @@ class CudaCall(Rule):
             "cuda = True if torch.cuda.is_available() else False\nnet = torch.nn.Linear(2, 2)\nnet.to(device)\n",
         ),
         Invalid("import torch\nx = torch.ones(3).cuda(1)\n"),
+        # a device taken from an input or a parameter: kept, spelled ``.to``
+        Invalid("import torch\n\ndef shift(x, table, current_device):\n    where = x.device\n"
+                "    return x + table.cuda(where), table.cuda(current_device)\n",
+                "import torch\n\ndef shift(x, table, current_device):\n    where = x.device\n"
+                "    return x + table.to(where), table.to(current_device)\n"),
     ]
 
 

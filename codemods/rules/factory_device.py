@@ -38,7 +38,7 @@ from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
 from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.groups import blocked_callee
+from ..analysis.groups import blocked_callee, blocked_scopes
 from ..analysis.loops import is_pack_padded
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
@@ -94,7 +94,7 @@ class FactoryDevice(Rule):
             return updated_node
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
-                or self._packed_lengths(original_node):
+                or self._packed_lengths(original_node) or self._beside_a_blocked_group(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
@@ -202,7 +202,7 @@ class FactoryDevice(Rule):
         device = self.device_for(original)
         in_model = self.devices.place(original).kind is ScopeKind.MODEL_METHOD  # it meets the input there
         if device is None or flows_only_to_cpu(self.metadata, original) or self._packed_lengths(original) \
-                or self._joined_with_cpu_data(original) \
+                or self._joined_with_cpu_data(original) or self._beside_a_blocked_group(original) \
                 or not (in_model or self._feeds_model(original)):
             return updated
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
@@ -218,6 +218,12 @@ class FactoryDevice(Rule):
                             "a `.type(torch.<Type>Tensor)` cast makes a CPU tensor: cast and move in one `.to(device, dtype)`")
         moved = to_call(updated, device)
         return self.fix(original, updated, moved, f"{maker} makes a CPU tensor; move it with `.to(device)`")
+
+    def _beside_a_blocked_group(self, call: cst.Call) -> bool:
+        """In the scope of a model whose group stays on the CPU (DM202 reports it): this tensor
+        may meet that group, so it stays too."""
+        blocked = blocked_scopes(self.metadata, self.model_groups())
+        return bool(blocked) and any(self.metadata[ScopeProvider].get(call) is s for s in blocked)
 
     def _joined_with_cpu_data(self, call: cst.Call) -> bool:
         """``feats = torch.FloatTensor()`` then ``feats = torch.cat((feats, part.cpu()))``: the

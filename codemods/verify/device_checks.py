@@ -55,7 +55,15 @@ def _run(mode: Any, func: Callable, args: tuple, kwargs: dict, method: str | Non
     parameter statistics). ``method=None``: ATen takes another route; the generic check decides."""
     __tracebackhide__ = True
     if method is not None:
-        check_wrapper(mode, func, method, named)
+        common = check_wrapper(mode, func, method, named)
+        if kwargs.get("out") is None:
+            # Every tensor argument passed the wrapper's check (stricter than TensorIterator's, which
+            # generic would repeat): run it straight away, unless some tensor was not among ``named``.
+            inputs = collect_tensors(args, [])
+            if kwargs:
+                collect_tensors(kwargs, inputs)
+            if len(inputs) == sum(1 for _, tensor in named if isinstance(tensor, _T)):
+                return mode.finish(func, args, kwargs, common, inputs)
     return mode.generic(func, args, kwargs)
 
 
@@ -66,9 +74,25 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
 # -- the handlers ------------------------------------------------------------------------------
 def _cat(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     """cat, and stack / hstack / vstack, which reach ATen's ``cat``."""
+    __tracebackhide__ = True
     tensors = _arg(args, kwargs, 0, "tensors")
-    found = collect_tensors(tensors, []) if isinstance(tensors, (list, tuple)) else tensors_in(tensors)
-    return _run(mode, func, args, kwargs, "cat", [("tensors", t) for t in found])
+    if isinstance(tensors, (list, tuple)) and kwargs.get("out") is None:
+        # The collate function stacks every batch: one pass over the tensors, no names unless one differs.
+        found = collect_tensors(tensors, [])
+        known = mode.table._devices
+        if known.keys().isdisjoint(map(id, found)):  # none of them on a GPU: one pass in C
+            return mode.finish(func, args, kwargs, CPU, found)
+        common = None
+        for tensor in found:
+            entry = known.get(id(tensor))
+            device = entry[1] if entry is not None and entry[0]() is tensor else CPU
+            if common is None:
+                common = device
+            elif device != common:
+                break
+        else:
+            return mode.finish(func, args, kwargs, common or CPU, found)
+    return _run(mode, func, args, kwargs, "cat", [("tensors", t) for t in tensors_in(tensors)])
 
 
 def _mm(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:

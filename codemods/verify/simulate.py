@@ -28,6 +28,7 @@ GENERATOR_MISMATCH = "Expected a '{0}' device type for generator but found '{1}'
 _Parameter = torch.nn.Parameter
 _Tensor = torch.Tensor
 _ref = weakref.ref
+_PLAIN_TENSOR = frozenset({_Tensor})
 _DEVICE_OBJECTS: dict[str, torch.device] = {}
 
 
@@ -188,6 +189,22 @@ class SimulatedCuda(TorchFunctionMode):
         self.mark_result(result, target or common, inputs)
         return result
 
+    def finish(self, func: Callable, args: tuple, kwargs: dict, common: str, inputs: list[torch.Tensor]) -> Any:
+        """Run an op whose tensors (``inputs``: every tensor in its arguments, no ``out=``) were all
+        found on ``common`` by a check at least as strict as TensorIterator's: the parameter
+        statistics and the result's device, as :meth:`generic` would do them."""
+        if len(inputs) > 1 and not _PLAIN_TENSOR.issuperset(map(type, inputs)):
+            for tensor in inputs:
+                # Parameter's metaclass makes isinstance a Python call: only for other subclasses.
+                cls = type(tensor)
+                if cls is _Parameter or (cls is not _Tensor and isinstance(tensor, _Parameter)):
+                    if not in_place(func):
+                        self.stats.param_devices.add(common)
+                    break
+        result = func(*args, **kwargs)
+        self.mark_result(result, common, inputs)
+        return result
+
     def check_generator(self, func: Callable, generator: Any, device: str) -> None:
         """ATen's ``check_generator``: a CUDA kernel needs a CUDA generator and a CPU one a CPU one."""
         __tracebackhide__ = True
@@ -212,11 +229,12 @@ class SimulatedCuda(TorchFunctionMode):
         """Give new result tensors ``device``; a returned input (in-place ops, no-op views)
         keeps its own."""
         if isinstance(result, _Tensor):
+            if device == CPU and id(result) not in self.table._devices:
+                return  # CPU is the table's default: nothing to record
             for tensor in inputs:
                 if tensor is result:
                     return
-            if device != CPU or id(result) in self.table._devices:  # CPU is the table's default
-                self.table.set(result, device)
+            self.table.set(result, device)
         elif isinstance(result, (tuple, list)):
             # DeviceTable.set, inlined: _foreach_* ops return a list per call.
             seen = {id(t) for t in inputs}
@@ -241,11 +259,11 @@ class SimulatedCuda(TorchFunctionMode):
         must be on it, except a 0-dim CPU tensor used as an INPUT (a CPU scalar). An output
         (``outputs``: the tensor an in-place op writes, ``out=``) never gets that exemption."""
         __tracebackhide__ = True
-        # The usual case first, in one pass: every tensor on one device and none of them a
-        # parameter. Anything else (a second device, a CPU scalar, a Tensor subclass) takes the
-        # full rule below.
+        # The usual case first, in one pass: every tensor on one device. Anything else (a second
+        # device, a CPU scalar) takes the full rule below.
         known = self.table._devices  # the table's lookup, inlined: this runs for nearly every call
         first = None
+        params = False
         for tensor in inputs:
             entry = known.get(id(tensor))
             device = entry[1] if entry is not None and entry[0]() is tensor else CPU
@@ -253,10 +271,16 @@ class SimulatedCuda(TorchFunctionMode):
                 first = device
             elif device != first:
                 break
-            if type(tensor) is not _Tensor:
-                break
+            cls = type(tensor)
+            if cls is not _Tensor and (cls is _Parameter or isinstance(tensor, _Parameter)):
+                params = True
         else:
-            return CPU if first is None else first
+            if first is None:
+                return CPU
+            if params and len(inputs) > 1 and not in_place(func):
+                # In-place ops on parameters are initialisation and optimizer steps, not the model at work.
+                self.stats.param_devices.add(first)
+            return first
         return self._check_mixed(func, inputs, outputs)
 
     def _check_mixed(self, func: Callable, inputs: list[torch.Tensor], outputs: Any) -> str:

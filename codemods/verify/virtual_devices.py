@@ -97,8 +97,14 @@ def tensors_in(value: Any) -> Iterator[torch.Tensor]:
             yield from tensors_in(item)
 
 
+_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+
+
 def collect_tensors(value: Any, found: list[torch.Tensor]) -> list[torch.Tensor]:
     """:func:`tensors_in` into ``found``, without a generator per level (the dispatcher's hot path)."""
+    if type(value) is not dict and _TENSOR_TYPES.issuperset(map(type, value)):
+        found.extend(value)  # a flat list of tensors (cat, the foreach ops): checked in C
+        return found
     for item in (value.values() if isinstance(value, dict) else value):
         if isinstance(item, torch.Tensor):
             found.append(item)

@@ -136,8 +136,13 @@ class SimulatedCuda(TorchFunctionMode):
             device = entry[1] if entry is not None and entry[0]() is tensor else CPU
             result = func(*args)
             if isinstance(result, _Tensor):
-                if result is not tensor and (device is not CPU or id(result) in known):
-                    self.table.set(result, device)
+                if result is not tensor:
+                    if device is not CPU:  # DeviceTable.set, inlined
+                        known[id(result)] = (_ref(result), device)
+                        if len(known) > self.table.sweep_at:
+                            self.table.sweep()
+                    elif id(result) in known:
+                        del known[id(result)]
             elif isinstance(result, (tuple, list)):
                 self.mark_result(result, device, inputs)
             return result

@@ -41,6 +41,8 @@ DEVICE_ERROR_PATTERNS = (
     "Tensors of the same index must be on the same device",  # optimizers' foreach grouping
     "to have the same device as tensor for argument",  # checkSameGPU (cuDNN, some CUDA kernels)
     "to be on GPU (while checking arguments for",  # checkSameGPU: "Tensor for argument #2 'mat1' is on CPU, ..."
+    "attempting to assign a gradient with device type",  # p.grad = g with g on another device
+    "attempting to assign a gradient located on device with index",
 )
 # Fallback names; the rule registry is asked first so hints follow the catalogue.
 RULE_NAMES = {
@@ -159,6 +161,9 @@ def diagnose(exc: BaseException, device_of: Callable[[Any], str]) -> Diagnosis:
     if "invalid gradient at index" in message:
         return Diagnosis("", "the gradient given to `backward()` must be on the output's device: "
                              "make it with `torch.ones_like(y)` or `device=y.device`")
+    if "attempting to assign a gradient" in message:
+        return Diagnosis("", "a gradient assigned to `.grad` must be on its tensor's device: "
+                             "`p.grad = g.to(p.device)`")
     if "device type for generator" in message:
         return Diagnosis("", "a `torch.Generator` must be on the device of the tensors it fills: "
                              "`torch.Generator(device=device)`")

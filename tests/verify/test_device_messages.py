@@ -26,6 +26,10 @@ REAL_CUDA_MESSAGES = [
     "Expected tensor for argument #1 'input' to have the same device as tensor for argument #2 'weight'; "
     "but device 0 does not equal 1 (while checking arguments for cudnn_convolution)",
     "Tensor for argument #2 'mat1' is on CPU, but expected it to be on GPU (while checking arguments for addmm)",
+    "attempting to assign a gradient with device type 'cpu' to a tensor with device type 'cuda'. Please ensure "
+    "that the gradient and the tensor are on the same device",
+    "attempting to assign a gradient located on device with index '1' to a tensor located on device with index "
+    "'0'. Please ensure that the gradient and the tensor are on the same device",
 ]
 NOT_DEVICE_ERRORS = [
     "mat1 and mat2 shapes cannot be multiplied (4x3 and 2x2)",

@@ -80,7 +80,7 @@ def _cat(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
         # The collate function stacks every batch: one pass over the tensors, no names unless one differs.
         found = collect_tensors(tensors, [])
         common = uniform_device(mode.table._devices, found) if found else CPU
-        if common is not None:  # all on one device (looked up in C): nothing to name
+        if common is not None:  # all on one device: nothing to name
             return mode.finish(func, args, kwargs, common, found)
     return _run(mode, func, args, kwargs, "cat", [("tensors", t) for t in tensors_in(tensors)])
 
@@ -252,8 +252,8 @@ def group_tensors_check(mode: Any, tensorlistlist: Sequence[Sequence[Any]]) -> N
 
 
 def _lists_agree(known: dict, tensorlistlist: Sequence[Sequence[Any]]) -> bool:
-    """The usual case of :func:`group_tensors_check`, list by list (looked up in C): every list on
-    the first list's device, or CPU float tensors only (``step`` counters)."""
+    """The usual case of :func:`group_tensors_check`, list by list: every list on the first list's
+    device, or CPU float tensors only (``step`` counters)."""
     lead = uniform_device(known, [t for t in tensorlistlist[0] if isinstance(t, _T)])
     if lead is None:
         return False

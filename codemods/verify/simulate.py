@@ -22,7 +22,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _device
 
 from .virtual_devices import (CPU, CUDA, DeviceTable, collect_tensors, gpu_count_from_environment, normalize,
-                              set_gpu_count, tensors_in, uniform_device)
+                              set_gpu_count, tensors_in)
 
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, {0} and {1}!"
 GENERATOR_MISMATCH = "Expected a '{0}' device type for generator but found '{1}'"
@@ -277,11 +277,6 @@ class SimulatedCuda(TorchFunctionMode):
         # The usual case first, in one pass: every tensor on one device. Anything else (a second
         # device, a CPU scalar) takes the full rule below.
         known = self.table._devices  # the table's lookup, inlined: this runs for nearly every call
-        if len(inputs) > 3:  # the foreach ops of optimizers and gradient clipping: looked up in C
-            device = uniform_device(known, inputs)
-            if device is not None:
-                self.note_parameters(func, inputs, device)
-                return device
         first = None
         params = False
         for tensor in inputs:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import operator
 import os
 import weakref
 from typing import Any, Iterator
@@ -100,25 +98,19 @@ def tensors_in(value: Any) -> Iterator[torch.Tensor]:
 
 
 _TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
-_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
-_DEREF = weakref.ref.__call__
-
-
 def uniform_device(known: dict, tensors: list[torch.Tensor]) -> str | None:
-    """The device every one of ``tensors`` is on (``known`` is a :class:`DeviceTable`'s dict),
-    or None when they are not all on one device or a stale entry gets in the way: the caller
-    then decides tensor by tensor. Written with ``map`` so that long lists (a batch to stack,
-    the foreach ops of an optimizer) are looked up in C."""
-    entries = list(map(known.get, map(id, tensors)))
-    if None in entries:
-        live = list(filter(None, entries))
-        if not live or not any(map(operator.is_not, map(_DEREF, map(_FIRST, live)), itertools.repeat(None))):
-            return CPU  # no GPU tensor among them (an entry left by a dead tensor whose id was reused)
-        return None
-    devices = set(map(_SECOND, entries))
-    if len(devices) == 1 and all(map(operator.is_, map(_DEREF, map(_FIRST, entries)), tensors)):
-        return devices.pop()
-    return None
+    """The device every one of ``tensors`` is on (``known`` is a :class:`DeviceTable`'s dict), or
+    None when they are not all on one device (or there are none): the caller then decides tensor
+    by tensor. (A plain loop: measured faster than chaining ``map`` in C for lists of 4 to 32.)"""
+    first = None
+    for tensor in tensors:
+        entry = known.get(id(tensor))
+        device = entry[1] if entry is not None and entry[0]() is tensor else CPU
+        if first is None:
+            first = device
+        elif device != first:
+            return None
+    return first
 
 
 def collect_tensors(value: Any, found: list[torch.Tensor]) -> list[torch.Tensor]:

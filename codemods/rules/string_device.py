@@ -59,7 +59,8 @@ class StringDevice(Rule):
 
     # -- planning: which variables hold a device, and how they are used --------------------
     def _plan(self, module: cst.Module) -> None:
-        scopes = {s for s in self.metadata[ScopeProvider].values() if s is not None}
+        # In the order the scopes appear (a set would follow memory addresses: output must not).
+        scopes = dict.fromkeys(s for s in self.metadata[ScopeProvider].values() if s is not None)
         for scope in scopes:
             for assignment in scope.assignments:
                 node = getattr(assignment, "node", None)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from .virtual_devices import CPU, CUDA, normalize, tensors_in
+from .virtual_devices import CPU, CUDA, normalize, normalize_known, tensors_in
 
 NUMPY_ON_CUDA = ("can't convert {0} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                  "to host memory first.")
@@ -37,6 +37,9 @@ def _other_backend(device: Any) -> bool:
     return isinstance(device, torch.device) and device.type in _OTHER_BACKEND
 
 
+_DEVICE_TYPES = frozenset({str, torch.device})
+
+
 def move(mode: Any, tensor: torch.Tensor, target: str | None, dtype: torch.dtype | None = None,
          non_blocking: bool = False, copy: bool = False, memory_format: Any = None) -> torch.Tensor:
     """``tensor`` on the virtual ``target``: a copy when the device changes, as on a GPU."""
@@ -57,6 +60,15 @@ def move(mode: Any, tensor: torch.Tensor, target: str | None, dtype: torch.dtype
 
 def _to(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     """Every signature of ``Tensor.to``: (device, dtype, non_blocking, copy), (dtype, ...), (other, ...)."""
+    if len(args) == 2 and not kwargs and type(args[1]) in _DEVICE_TYPES:
+        # The common call, `x.to(device)`: a no-op when x is there already (also on a GPU).
+        tensor, device = args
+        if _other_backend(device):
+            return func(*args)
+        target = normalize_known(device)
+        if mode.table.of(tensor) == target:
+            return tensor
+        return move(mode, tensor, target)
     tensor, rest = args[0], list(args[1:])
     device: Any = None
     dtype = None
@@ -225,9 +237,15 @@ def _check_indices(mode: Any, func: Callable, base: torch.Tensor, index: Any) ->
 
 
 def _getitem(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
-    device = _check_indices(mode, func, args[0], args[1])
+    base, index = args[0], args[1]
+    entry = mode.table._devices.get(id(base))
+    if entry is None or entry[0]() is not base:
+        # A CPU tensor (a dataset's, say): its pieces stay on the CPU, the table's default.
+        if not isinstance(index, (int, slice)):
+            _check_indices(mode, func, base, index)
+        return func(*args, **kwargs)
     result = func(*args, **kwargs)
-    mode.mark_result(result, device, [args[0]])
+    mode.mark_result(result, entry[1], [base])
     return result
 
 

@@ -115,3 +115,8 @@ def parents(module: cst.Module) -> Mapping[CSTNode, CSTNode]:
             found[child] = node
         stack.extend(children)
     return MappingProxyType(found)
+
+
+def uninstall() -> None:
+    """libcst's own traversal for every visitor again (tests compare the two)."""
+    CSTNode.visit = _ORIGINAL_VISIT  # type: ignore[method-assign]

@@ -74,7 +74,8 @@ class StringDevice(Rule):
                     continue
                 if isinstance(assign.value, cst.SimpleString) and self._overridable(module, name):
                     continue
-                accesses = [a.node for a in assignment.references if isinstance(a.node, cst.Name)]
+                accesses = sorted((a.node for a in assignment.references if isinstance(a.node, cst.Name)),
+                                  key=self.position)  # source order, not the set's
                 blockers = [a for a in accesses if self._string_only_use(a)]
                 if new_value is not None and blockers:
                     self.report(blockers[0], f"`{name}` is used as a string here; convert it to a "

@@ -198,7 +198,6 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
             if scan(wrapper, [r(context) for r in fixers + reporters], state):
                 fixed.extend(f for f in state.findings if f.fixed)
                 return module, fixed + [f for f in state.findings if not f.fixed], source
-            state.findings, state.changed, state.device_used = [], False, False
         for rule_cls in fixers + reporters:
             if rule_cls.SAFETY == "report" and pass_changed:
                 break
@@ -207,6 +206,8 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 wrapper = _wrap(module)
                 if allow is not None:
                     state.allow = allow if module is first_module else _from_origin(allow, original, module)
+            if allow is None and scan(wrapper, [rule_cls(context)], state):
+                continue  # this rule changes nothing: the tree and its metadata stay as they are
             try:
                 result = wrapper.visit(rule_cls(context))
             except (SourceError, RecursionError):

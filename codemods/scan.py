@@ -8,16 +8,16 @@ original nodes, in the order libcst's own traversal calls them for each rule (ea
 own "updated" node), and builds nothing. The moment a rule asks for a change (records a fix,
 or returns another node from ``leave_*``), the scan gives up: the engine then discards what the
 scan did and runs the pass the old way, one libcst traversal per rule, so every rewrite is still
-made by libcst exactly as before. The metadata resolved for the scan is kept for that run.
+made by libcst exactly as before. The metadata resolved for the scan is kept for that run;
+positions are resolved only if a rule reads one.
 """
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .analysis.tree import children_of
 from .rules.base import Rule, RunState
@@ -30,25 +30,58 @@ class _GiveUp(Exception):
 def scan(wrapper: MetadataWrapper, rules: Sequence[Rule], state: RunState) -> bool:
     """Run ``rules`` over ``wrapper.module``; True when none of them changed anything.
 
-    The findings the rules record land in ``state.findings`` grouped by rule, in the order of
-    ``rules``, as consecutive libcst traversals would leave them. On False the caller must
-    discard ``state``'s findings and flags and rerun the pass with libcst's traversal.
+    The findings the rules record are added to ``state.findings`` grouped by rule, in the order
+    of ``rules``, as consecutive libcst traversals would leave them. On False, ``state`` is as
+    it was before the call, and the caller reruns the rules with libcst's traversal.
     """
     handlers = [_Handlers.of(rule) for rule in rules]
     if any(h is None for h in handlers):
         return False
     order = {rule.CODE: index for index, rule in enumerate(rules)}
+    start, device_used = len(state.findings), state.device_used
+    positions = _OnFirstUse(wrapper, PositionProvider)
     try:
-        with ExitStack() as stack:
-            for rule in rules:
-                stack.enter_context(rule.resolve(wrapper))
-            _walk(wrapper.module, list(handlers), state)  # type: ignore[arg-type]
-    except _GiveUp:
+        for rule in rules:
+            needed = rule.get_inherited_dependencies()
+            rule.metadata = dict(wrapper.resolve_many([p for p in needed if p is not PositionProvider]))
+            if PositionProvider in needed:
+                rule.metadata[PositionProvider] = positions
+        _walk(wrapper.module, list(handlers), state)  # type: ignore[arg-type]
+    except Exception:  # a change asked for, or a rule bug (the libcst traversal reports it as before)
+        del state.findings[start:]  # what the scan did is undone: the caller reruns these rules
+        state.changed, state.device_used = False, device_used
         return False
-    except Exception:  # a rule bug: the libcst traversal reports it exactly as before
-        return False
-    state.findings.sort(key=lambda finding: order.get(finding.code, len(order)))
+    state.findings[start:] = sorted(state.findings[start:], key=lambda finding: order.get(finding.code, len(order)))
     return True
+
+
+class _OnFirstUse(Mapping):
+    """A provider's metadata, resolved the first time a rule reads it: positions cost a codegen
+    of the whole module and most files that need no fix never ask for one."""
+
+    def __init__(self, wrapper: MetadataWrapper, provider: type) -> None:
+        self._wrapper, self._provider = wrapper, provider
+        self._resolved: Mapping | None = None
+
+    def _mapping(self) -> Mapping:
+        if self._resolved is None:
+            self._resolved = self._wrapper.resolve(self._provider)
+        return self._resolved
+
+    def __getitem__(self, node):  # type: ignore[no-untyped-def]
+        return self._mapping()[node]
+
+    def get(self, node, default=None):  # type: ignore[no-untyped-def]
+        return self._mapping().get(node, default)
+
+    def __contains__(self, node) -> bool:  # type: ignore[no-untyped-def]
+        return node in self._mapping()
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
 
 
 class _Handlers:

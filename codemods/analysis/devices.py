@@ -174,6 +174,8 @@ def user_chosen_device(module: cst.Module) -> bool:
     ``cfg.device``)? Then a second, global device would override the user's choice
     (``--device cpu`` on a GPU machine): the file's own choice is left to decide."""
     for node in walk(module):
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and _imports_placer(node):
+            return True  # Accelerate / Fabric place the model and prepared loaders themselves
         if isinstance(node, cst.Attribute) and node.attr.value == "device":
             base = node.value
             while isinstance(base, cst.Attribute):
@@ -181,6 +183,19 @@ def user_chosen_device(module: cst.Module) -> bool:
             if isinstance(base, cst.Name) and base.value in _SETTINGS_NAMES:
                 return True
     return False
+
+
+_PLACERS = ("accelerate", "lightning.fabric", "lightning_fabric")
+
+
+def _imports_placer(node: cst.Import | cst.ImportFrom) -> bool:
+    """``from accelerate import Accelerator``: a library that owns the device of what it prepares
+    (on ``Accelerator(cpu=True)`` or on rank 1 the shared ``cuda`` device would be wrong)."""
+    if isinstance(node, cst.ImportFrom):
+        names = [dotted(node.module) or ""] if node.module is not None and not node.relative else []
+    else:
+        names = [dotted(a.name) or "" for a in node.names]
+    return any(n == p or n.startswith(p + ".") for n in names for p in _PLACERS)
 
 
 def runs_per_rank(module: cst.Module) -> bool:
@@ -394,6 +409,8 @@ class DeviceLookup:
             return None  # a staticmethod or classmethod has no instance to ask for its device
         if _class_has_device_attribute(place.klass):
             return cst.Attribute(cst.Name(receiver), cst.Name("device"))
+        if not _may_have_parameters(place.klass):
+            return None  # ``next(self.parameters())`` would raise StopIteration (a loss module)
         return cst.parse_expression(f"next({receiver}.parameters()).device")
 
     @staticmethod
@@ -418,6 +435,25 @@ def _instance_parameter(function: cst.FunctionDef) -> str | None:
             return None
     params = (*function.params.posonly_params, *function.params.params)
     return params[0].name.value if params else None
+
+
+def _may_have_parameters(klass: cst.ClassDef) -> bool:
+    """Could ``self.parameters()`` yield anything? Not for a class that derives from
+    ``nn.Module`` only and never builds a sub-module (``self.x = Linear(...)``), a
+    ``Parameter`` or registers one: a parameterless loss or helper module."""
+    if any((dotted(b.value) or "").rsplit(".", 1)[-1] != "Module" for b in klass.bases):
+        return True  # a parent class may hold parameters
+    for node in walk(klass.body):
+        if isinstance(node, cst.Call):
+            name = (dotted(node.func) or "").rsplit(".", 1)[-1]
+            if name in ("register_parameter", "register_module", "add_module", "Parameter"):
+                return True
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
+                (dotted(t.target) or "").startswith("self.") for t in node.targets):
+            name = (dotted(node.value.func) or "").rsplit(".", 1)[-1]
+            if name[:1].isupper() or name.startswith(("make_", "build_", "create_", "get_")):
+                return True  # ``self.proj = Linear(...)``, ``self.body = make_layers()``
+    return False
 
 
 def _class_has_device_attribute(klass: cst.ClassDef) -> bool:

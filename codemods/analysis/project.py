@@ -195,7 +195,7 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         if isinstance(node, ast.keyword) and node.arg == "device":
             return False
     for ret in returns:
-        value = ret.value
+        value = _last_assignment(function, ret) if isinstance(ret.value, ast.Name) else ret.value
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                 and isinstance(value.func.value, ast.Call):
             value = value.func.value  # ``torch.from_numpy(a).float()``
@@ -205,6 +205,20 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         if not name.startswith("torch.") or name.startswith(_NOT_TENSORS):
             return False
     return True
+
+
+def _last_assignment(function: ast.AST, ret: ast.Return) -> ast.AST | None:
+    """``x = np.stack(...); x = torch.from_numpy(x).float(); return x``: the value the returned
+    name holds, when plain assignments at the function's top level are all that bind it."""
+    name = ret.value.id  # type: ignore[union-attr]
+    body = getattr(function, "body", [])
+    binders = [n for n in ast.walk(function) if isinstance(getattr(n, "ctx", None), ast.Store)
+               and isinstance(n, ast.Name) and n.id == name]
+    top = [stmt for stmt in body if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+           and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name]
+    if len(top) != len(binders) or not top or ret not in body or top[-1].lineno > ret.lineno:
+        return None
+    return top[-1].value
 
 
 def _callee(call: ast.Call) -> str:

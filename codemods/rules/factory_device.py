@@ -35,22 +35,34 @@ import libcst as cst
 from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
-from ..analysis.names import keyword_arg, positional, qualified_names
+from ..analysis.names import keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.roles import builds_model, factory_name, is_loss_callee, is_loss_constructor, is_model_callee, \
+from ..analysis.groups import blocked_callee
+from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
     moved_in_chain, assigned_name, chain_top, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
 _MAX_REBINDINGS = 4  # ``x = f(x)`` steps followed before the move
-# Tensors made from host memory, and the legacy CPU constructors (``torch.FloatTensor([[...]])``,
-# ``torch.LongTensor(labels)``): no ``device=`` parameter, so they are moved after creation.
-_FROM_HOST = frozenset({"torch.from_numpy", "torch.Tensor", *(f"torch.{kind}Tensor" for kind in (
-    "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"))})
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
 _NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
+
+
+_CAST = "a `.type(torch.<Type>Tensor)` cast"
+# The dtype of each legacy tensor type.
+_LEGACY_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+                  "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+
+
+def _cast_dtype(metadata, cast: cst.Call) -> str | None:
+    """``torch.FloatTensor`` in ``x.type(torch.FloatTensor)`` -> ``"float32"``."""
+    for name in qualified_names(metadata, cast.args[0].value):
+        kind = name[len("torch."):-len("Tensor")] if name.startswith("torch.") and name.endswith("Tensor") else ""
+        if kind in _LEGACY_DTYPES:
+            return _LEGACY_DTYPES[kind]
+    return None
 
 
 class FactoryDevice(Rule):
@@ -90,15 +102,15 @@ class FactoryDevice(Rule):
         """What makes a CPU tensor here that takes no ``device=``: ``torch.from_numpy``, a legacy
         constructor, a ``.type(torch.FloatTensor)`` cast (always the CPU), or a project helper
         that returns one (``real_batch()``)."""
-        made = sorted(qualified_names(self.metadata, call.func) & _FROM_HOST)
+        made = sorted(qualified_names(self.metadata, call.func) & HOST_MAKERS)
         if made:
             return f"`{made[0]}`"
         func = call.func
         if isinstance(func, cst.Name) and func.value in self.state.role.tensor_helpers:
             return f"`{func.value}()`"
         if isinstance(func, cst.Attribute) and func.attr.value == "type" and len(call.args) == 1 \
-                and qualified_names(self.metadata, call.args[0].value) & _FROM_HOST:
-            return "a `.type(torch.<Type>Tensor)` cast"
+                and qualified_names(self.metadata, call.args[0].value) & HOST_MAKERS:
+            return _CAST
         return None
 
     def _needs_device(self, call: cst.Call) -> bool:
@@ -191,8 +203,16 @@ class FactoryDevice(Rule):
             return updated
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
             return updated
-        moved = to_call(updated, device)
         maker = self._host_tensor_maker(original)
+        dtype = _cast_dtype(self.metadata, original) if maker == _CAST and torch_module_alias(self.tree) else None
+        if dtype is not None:  # ``x.type(torch.FloatTensor)`` -> ``x.to(device, torch.float32)``: no CPU round trip
+            receiver = updated.func.value  # type: ignore[union-attr]
+            dtype_node = cst.Attribute(cst.Name(self.torch_alias), cst.Name(dtype))
+            moved = cst.Call(cst.Attribute(receiver, cst.Name("to")), [
+                cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(dtype_node)])
+            return self.fix(original, updated, moved,
+                            "a `.type(torch.<Type>Tensor)` cast makes a CPU tensor: cast and move in one `.to(device, dtype)`")
+        moved = to_call(updated, device)
         return self.fix(original, updated, moved, f"{maker} makes a CPU tensor; move it with `.to(device)`")
 
     def _feeds_unplaced(self, call: cst.Call) -> bool:
@@ -202,10 +222,17 @@ class FactoryDevice(Rule):
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, call)
         for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
-            arg = parents.get(chain_top(self.metadata, use))
+            top = chain_top(self.metadata, use)
+            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
+                top = parents.get(top)  # ``net(held + noise)``: the sum is the input
+            arg = parents.get(top)
             callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(callee, cst.Call) and isinstance(callee.func, cst.Call) \
+                    and builds_model(self.metadata, callee.func, self.facts):
+                return True  # ``Net()(x)``: a model built right there stays on the CPU
             if isinstance(callee, cst.Call) and isinstance(callee.func, cst.Name) \
-                    and self._unplaced_object(callee.func):
+                    and (self._unplaced_object(callee.func)
+                         or blocked_callee(self.metadata, self.model_groups(), callee.func)):
                 return True
         return False
 
@@ -246,7 +273,7 @@ class FactoryDevice(Rule):
             callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
             if isinstance(callee, cst.Call) and (is_model_callee(callee.func, self._model_names)
                                                  or is_loss_callee(callee.func)):
-                return True
+                return not blocked_callee(self.metadata, self.model_groups(), callee.func)
         return False
 
     def _fold_to(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -265,6 +292,22 @@ class FactoryDevice(Rule):
                         "create the tensor on the device instead of copying it there")
 
     VALID = [
+        # A module without parameters (a loss): ``next(self.parameters())`` would raise
+        # StopIteration, and its caller moves the result to the input's device anyway.
+        Valid('''import torch
+from torch import nn
+
+class Smooth(nn.Module):
+    def __init__(self, width=3):
+        super().__init__()
+        self.width = width
+
+    def kernel(self):
+        return torch.ones(self.width) / self.width
+
+    def forward(self, x):
+        return x * self.kernel().to(x.device).sum()
+'''),
         # Library code: a helper for __init__ (model.to() moves the buffer), a helper no driver code
         # calls, and the input of an object devmod cannot place (``build`` is not known to make a model).
         Valid('''import torch
@@ -386,7 +429,7 @@ def batch():
 if __name__ == "__main__":
     model = nn.Linear(3, 2).cuda()
     x = torch.FloatTensor([[1.0, 2.0, 3.0]]).to(device)
-    y = torch.cat((x, x)).type(torch.FloatTensor).to(device)
+    y = torch.cat((x, x)).to(device, torch.float32)
     print(model(x), model(y), model(batch().to(device)))
 '''),
         # Inside forward the module's global device gives way to the input's; a helper that

@@ -25,6 +25,10 @@ from .virtual_devices import CPU, CUDA, DeviceTable, collect_tensors, gpu_count_
 
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, {0} and {1}!"
 GENERATOR_MISMATCH = "Expected a '{0}' device type for generator but found '{1}'"
+GRAD_DEVICE_TYPE = ("attempting to assign a gradient with device type '{0}' to a tensor with device type '{1}'. "
+                    "Please ensure that the gradient and the tensor are on the same device")
+GRAD_DEVICE_INDEX = ("attempting to assign a gradient located on device with index '{0}' to a tensor located on "
+                     "device with index '{1}'. Please ensure that the gradient and the tensor are on the same device")
 _Parameter = torch.nn.Parameter
 _Tensor = torch.Tensor
 _ref = weakref.ref
@@ -136,8 +140,13 @@ class SimulatedCuda(TorchFunctionMode):
             device = entry[1] if entry is not None and entry[0]() is tensor else CPU
             result = func(*args)
             if isinstance(result, _Tensor):
-                if result is not tensor and (device is not CPU or id(result) in known):
-                    self.table.set(result, device)
+                if result is not tensor:
+                    if device is not CPU:  # DeviceTable.set, inlined
+                        known[id(result)] = (_ref(result), device)
+                        if len(known) > self.table.sweep_at:
+                            self.table.sweep()
+                    elif id(result) in known:
+                        del known[id(result)]
             elif isinstance(result, (tuple, list)):
                 self.mark_result(result, device, inputs)
             return result
@@ -394,7 +403,7 @@ def _route(func: Callable) -> Callable:
         if name == "__get__":
             route = _GETTERS.get(attribute, _get_tensor)
         else:
-            route = _set_data if attribute == "data" else _set_plain
+            route = _SETTERS.get(attribute, _set_plain)
     if route is None:
         if func in constructors():
             route = SimulatedCuda.generic
@@ -444,6 +453,23 @@ def _set_plain(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -
     return func(*args)
 
 
+def _set_grad(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """``p.grad = g``: the gradient must be on its tensor's device (``THPVariable_set_grad``, which
+    checks the dtype first: with another dtype the real setter decides, and the device is not checked)."""
+    __tracebackhide__ = True
+    owner, grad = args[0], args[1]
+    if isinstance(grad, _Tensor) and grad is not owner and grad.dtype == owner.dtype:
+        own, theirs = mode.table.of(owner), mode.table.of(grad)
+        if own != theirs:
+            own_type, their_type = own.partition(":")[0], theirs.partition(":")[0]
+            if own_type != their_type:
+                message = GRAD_DEVICE_TYPE.format(their_type, own_type)
+            else:
+                message = GRAD_DEVICE_INDEX.format(theirs.partition(":")[2], own.partition(":")[2])
+            raise mode.mismatch(func, [owner, grad], message, (own, theirs))
+    return func(*args)
+
+
 def _set_data(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
     result = func(*args)
     if isinstance(args[1], _Tensor):
@@ -453,5 +479,6 @@ def _set_data(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) ->
 
 _GETTERS: dict[str, Callable] = {"device": _get_device, "is_cuda": _get_is_cuda, "is_cpu": _get_is_cpu}
 _GETTERS.update(dict.fromkeys(_PLAIN_ATTRIBUTES, _get_plain))
+_SETTERS: dict[str, Callable] = {"data": _set_data, "grad": _set_grad}
 
 from .tensor_ops import HANDLERS  # noqa: E402  (the handlers need the class above)

@@ -38,6 +38,7 @@ def _other_backend(device: Any) -> bool:
 
 
 _DEVICE_TYPES = frozenset({str, torch.device})
+_MOVE_OPTIONS = frozenset({"non_blocking", "copy"})
 
 
 def move(mode: Any, tensor: torch.Tensor, target: str | None, dtype: torch.dtype | None = None,
@@ -60,15 +61,17 @@ def move(mode: Any, tensor: torch.Tensor, target: str | None, dtype: torch.dtype
 
 def _to(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     """Every signature of ``Tensor.to``: (device, dtype, non_blocking, copy), (dtype, ...), (other, ...)."""
-    if len(args) == 2 and not kwargs and type(args[1]) in _DEVICE_TYPES:
-        # The common call, `x.to(device)`: a no-op when x is there already (also on a GPU).
+    if len(args) == 2 and type(args[1]) in _DEVICE_TYPES and (not kwargs or _MOVE_OPTIONS.issuperset(kwargs)):
+        # The common call, `x.to(device)` or `x.to(device, non_blocking=True)`: a no-op when x is
+        # there already (also on a GPU).
         tensor, device = args
         if _other_backend(device):
-            return func(*args)
+            return func(*args, **kwargs)
         target = normalize_known(device)
-        if mode.table.of(tensor) == target:
+        copy = kwargs.get("copy", False) if kwargs else False
+        if not copy and mode.table.of(tensor) == target:
             return tensor
-        return move(mode, tensor, target)
+        return move(mode, tensor, target, None, kwargs.get("non_blocking", False) if kwargs else False, copy)
     tensor, rest = args[0], list(args[1:])
     device: Any = None
     dtype = None

@@ -24,8 +24,9 @@ from typing import Mapping
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from .loops import is_pack_padded
 from .names import dotted, qualified_names
-from .roles import HOST_MAKERS, builds_model, is_loss_callee, wrapper_kind
+from .roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, wrapper_kind
 from .scopes import ClassFacts, scope_bindings
 from .tensors import is_number, uses_of_binding
 from .tree import ancestors, line_of, walk
@@ -56,6 +57,7 @@ class HeldOut:
     statement: cst.Assign
     line: int
     blockers: list[int] = field(default_factory=list)
+    unpacked: bool = False  # ``x, y = make_batch()``: moved by a line after the statement
 
 
 @dataclass
@@ -85,6 +87,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
     on, so a ``.numpy()`` of a moved value gets ``.cpu()`` and stays fine."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
+    finder.tuple_helpers = finder.tuple_helpers_of(module)
+    finder.packs = any(isinstance(n, cst.Call) and is_pack_padded(metadata, n) for n in walk(module))
     groups: dict[cst.Assign, Group] = {}
     for node in walk(module):
         if not (isinstance(node, cst.Assign) and len(node.targets) == 1
@@ -97,6 +101,12 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
             groups[node] = finder.group(node)
     _block_together(groups)
     return groups
+
+
+def blocked_scopes(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> list[object]:
+    """The scopes that hold a model whose group stays on the CPU: nothing there is placed."""
+    scopes = metadata[ScopeProvider]
+    return [scopes.get(g.statement) for g in groups.values() if g.blocked]
 
 
 def blocked_callee(metadata: Mapping, groups: Mapping[cst.Assign, Group], func: cst.BaseExpression) -> bool:
@@ -132,6 +142,22 @@ class _GroupFinder:
         self.parents = metadata[ParentNodeProvider]
         self.helpers = helpers
         self.numpy_fixed = numpy_fixed
+        self.tuple_helpers: set[str] = set()
+        self.alias_depth = 0
+        self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
+
+    def tuple_helpers_of(self, module: cst.Module) -> set[str]:
+        """Functions of the file whose every ``return`` is a tuple of host tensors
+        (``return torch.FloatTensor(xs), torch.LongTensor(ys)``)."""
+        found = set()
+        for stmt in module.body:
+            if not isinstance(stmt, cst.FunctionDef):
+                continue
+            returns = [n for n in walk(stmt.body) if isinstance(n, cst.Return)]
+            if returns and all(isinstance(r.value, cst.Tuple) and r.value.elements
+                               and all(self._held_out(e.value) for e in r.value.elements) for r in returns):
+                found.add(stmt.name.value)
+        return found
 
     def group(self, statement: cst.Assign) -> Group:
         target = statement.targets[0].target
@@ -255,16 +281,44 @@ class _GroupFinder:
                 self.inline[id(expr)] = expr  # used right there and nowhere else: it moves in place
             return
         target = self._reaching_binding(root)
-        if target is None:
-            return
+        if target is None or (self.packs and "len" in target.value.lower()):
+            return  # ``pack_padded_sequence`` wants its lengths on the CPU
         holder = self.parents.get(target)
         statement = self.parents.get(holder)
+        if isinstance(holder, cst.Element):
+            self._consider_unpacked(target, holder, found)
+            return
         if not (isinstance(holder, cst.AssignTarget) and isinstance(statement, cst.Assign)
                 and len(statement.targets) == 1 and statement.targets[0].target is target):
             return
         if id(statement) in found or not self._held_out(statement.value):
             return
         found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
+
+    def _consider_unpacked(self, target: cst.Name, element: cst.Element, found: dict[int, HeldOut]) -> None:
+        """``tokens, labels = map(torch.LongTensor, rows)`` / ``x, y = make_batch()`` where the
+        helper returns a tuple of host tensors: each name is held-out data."""
+        pattern = self.parents.get(element)
+        holder = self.parents.get(pattern)
+        statement = self.parents.get(holder)
+        if not (isinstance(pattern, (cst.Tuple, cst.List)) and isinstance(holder, cst.AssignTarget)
+                and isinstance(statement, cst.Assign) and len(statement.targets) == 1
+                and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in pattern.elements)):
+            return
+        key = id(target)
+        if key in found or not self._host_tuple(statement.value):
+            return
+        found[key] = HeldOut(target.value, statement, line_of(self.metadata, statement), unpacked=True)
+
+    def _host_tuple(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        if dotted(value.func) == "map" and value.args \
+                and qualified_names(self.metadata, value.args[0].value) & HOST_MAKERS:
+            return True
+        if isinstance(value.func, cst.Name) and value.func.value in self.tuple_helpers:
+            return True
+        return False
 
     def _reaching_binding(self, use: cst.Name) -> cst.Name | None:
         """The assignment target whose value ``use`` reads: the only binding, or in straight-line
@@ -294,6 +348,8 @@ class _GroupFinder:
                 names = qualified_names(self.metadata, node.func)
                 if names & HOST_MAKERS:
                     return True
+                if factory_name(self.metadata, node):  # one DM201 left on the CPU (or will place)
+                    return not any(a.keyword and a.keyword.value in ("device", "out") for a in node.args)
                 if isinstance(node.func, cst.Name) and node.func.value in self.helpers:
                     return True
                 if isinstance(node.func, cst.Attribute):
@@ -326,6 +382,8 @@ class _GroupFinder:
                     return host
             elif isinstance(node, cst.UnaryOperation):
                 node = node.expression
+            elif isinstance(node, cst.Name) and node is not value and self.alias_depth < _MAX_DEPTH:
+                return self._alias_held_out(node)
             elif isinstance(node, cst.Attribute):
                 if node.attr.value in _DATASET_STORAGE and isinstance(node.value, cst.Name) \
                         and self._bound_to_object(node.value):
@@ -334,6 +392,18 @@ class _GroupFinder:
             else:
                 return host
         return host
+
+    def _alias_held_out(self, name: cst.Name) -> bool:
+        """``inputs = x_train * 2``: held-out when ``x_train`` is."""
+        target = self._reaching_binding(name)
+        statement = self.parents.get(self.parents.get(target)) if target is not None else None
+        if not isinstance(statement, cst.Assign):
+            return False
+        self.alias_depth += 1
+        try:
+            return self._held_out(statement.value)
+        finally:
+            self.alias_depth -= 1
 
     def _bound_to_object(self, name: cst.Name) -> bool:
         """``test_data = datasets.MNIST(...)``: bound once, to a constructor call (not a tensor)."""
@@ -349,6 +419,11 @@ class _GroupFinder:
     # -- may it move? -------------------------------------------------------------------------
     def _blockers(self, held: HeldOut) -> list[int]:
         target = held.statement.targets[0].target
+        if held.unpacked:
+            line = self.parents.get(held.statement)
+            if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+                return [held.line]  # no room for the line that would move it
+            target = next(e.value for e in target.elements if e.value.value == held.name)  # type: ignore[attr-defined]
         return [line_of(self.metadata, use) for use in self._uses(target) if not self._fine_on_device(use)]
 
     def _uses(self, target: cst.CSTNode) -> list[cst.Name]:
@@ -367,9 +442,9 @@ class _GroupFinder:
                 method = parent.attr.value
                 if method in _LEAVES or (method == "numpy" and self.numpy_fixed):
                     return True
-                if method not in _SAME_DEVICE_METHODS and method != "data":
+                if method == "numpy":
                     return False
-                call = self.parents.get(parent)
+                call = self.parents.get(parent)  # ``xs.pow(2)``: a tensor method's result lives with it
                 current = call if isinstance(call, cst.Call) and call.func is parent else parent
             elif isinstance(parent, cst.Subscript) and parent.value is current:
                 current = parent

@@ -35,11 +35,12 @@ import libcst as cst
 from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
-from ..analysis.names import keyword_arg, positional, qualified_names, torch_module_alias
+from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.groups import blocked_callee
-from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, is_loss_constructor, is_model_callee, \
+from ..analysis.groups import blocked_callee, blocked_scopes
+from ..analysis.loops import is_pack_padded
+from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
     moved_in_chain, assigned_name, chain_top, uses_of, uses_of_binding
@@ -74,6 +75,7 @@ class FactoryDevice(Rule):
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._model_names: set[str] | None = None  # computed on the first from_numpy
+        self._packs: bool | None = None  # does the file call pack_padded_sequence? (computed on demand)
         return super().visit_Module(node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -91,7 +93,8 @@ class FactoryDevice(Rule):
                 or self._variable_moved_later(original_node):
             return updated_node
         device = self.device_for(original_node)
-        if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node):
+        if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
+                or self._packed_lengths(original_node) or self._beside_a_blocked_group(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
@@ -198,7 +201,8 @@ class FactoryDevice(Rule):
             return updated
         device = self.device_for(original)
         in_model = self.devices.place(original).kind is ScopeKind.MODEL_METHOD  # it meets the input there
-        if device is None or flows_only_to_cpu(self.metadata, original) \
+        if device is None or flows_only_to_cpu(self.metadata, original) or self._packed_lengths(original) \
+                or self._joined_with_cpu_data(original) or self._beside_a_blocked_group(original) \
                 or not (in_model or self._feeds_model(original)):
             return updated
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
@@ -215,13 +219,50 @@ class FactoryDevice(Rule):
         moved = to_call(updated, device)
         return self.fix(original, updated, moved, f"{maker} makes a CPU tensor; move it with `.to(device)`")
 
+    def _beside_a_blocked_group(self, call: cst.Call) -> bool:
+        """In the scope of a model whose group stays on the CPU (DM202 reports it): this tensor
+        may meet that group, so it stays too."""
+        blocked = blocked_scopes(self.metadata, self.model_groups())
+        return bool(blocked) and any(self.metadata[ScopeProvider].get(call) is s for s in blocked)
+
+    def _joined_with_cpu_data(self, call: cst.Call) -> bool:
+        """``feats = torch.FloatTensor()`` then ``feats = torch.cat((feats, part.cpu()))``: the
+        author builds it on the CPU on purpose and moves it once, later."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, call)
+        for use in uses_of_binding(self.metadata, name) if name is not None else []:
+            node = parents.get(use)
+            while isinstance(node, (cst.Element, cst.Tuple, cst.List, cst.Arg)):
+                node = parents.get(node)
+            if isinstance(node, cst.Call) and any(
+                    n.startswith("torch.") for n in qualified_names(self.metadata, node.func)) and any(
+                    isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "cpu"
+                    for n in walk(node)):
+                return True
+        return False
+
+    def _packed_lengths(self, call: cst.Call) -> bool:
+        """``lengths = torch.LongTensor([len(ids)])`` in a file that packs sequences:
+        ``pack_padded_sequence`` wants its lengths on the CPU (maybe behind ``model(ids, lengths)``)."""
+        name = assigned_name(self.metadata, call)
+        if name is None or "len" not in name.value.lower():
+            return False
+        if self._packs is None:
+            self._packs = any(isinstance(n, cst.Call) and is_pack_padded(self.metadata, n) for n in walk(self.tree))
+        return self._packs
+
     def _feeds_unplaced(self, call: cst.Call) -> bool:
         """Is the tensor an input of an object devmod cannot place (``net = build()`` with
         ``build`` unknown, never moved)? Moving the input alone would break a call that works:
         the group stays where it is."""
         parents = self.metadata[ParentNodeProvider]
-        name = assigned_name(self.metadata, call)
-        for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
+        start = call
+        wrapper = parents.get(parents.get(call)) if isinstance(parents.get(call), cst.Arg) else None
+        if isinstance(wrapper, cst.Call) and dotted(wrapper.func) in ("Variable", "autograd.Variable",
+                                                                     "torch.autograd.Variable"):
+            start = wrapper  # ``x = Variable(torch.ones(n))``: the wrapper is the value
+        name = assigned_name(self.metadata, start)
+        for use in [start, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
             top = chain_top(self.metadata, use)
             while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
                 top = parents.get(top)  # ``net(held + noise)``: the sum is the input
@@ -241,6 +282,8 @@ class FactoryDevice(Rule):
         bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
         if not bindings:
             return False
+        if len(bindings) == 1 and isinstance(bindings[0].node, cst.Param):
+            return self._given_unmoved_model(bindings[0].node)
         for binding in bindings:
             target = binding.node
             assign = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(target))
@@ -257,6 +300,27 @@ class FactoryDevice(Rule):
                 return False
         return not any(_moves_itself_somewhere(self.metadata, use, name.value)
                        for use in uses_of(self.metadata, name))
+
+    def _given_unmoved_model(self, param: cst.Param) -> bool:
+        """``def sample(model, n)`` called as ``sample(Tiny(), 2)``: every caller in the file
+        hands in a model built right there and never moved; the inputs stay with it."""
+        function = next((p for p in ancestors(self.metadata, param) if isinstance(p, cst.FunctionDef)), None)
+        if function is None or param not in function.params.params:
+            return False
+        index = list(function.params.params).index(param)
+        calls = [n for n in walk(self.tree) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+                 and n.func.value == function.name.value]
+        if not calls:
+            return False
+        for call in calls:
+            args = positional(call)
+            given = next((a.value for a in call.args if a.keyword and a.keyword.value == param.name.value), None)
+            if given is None and index < len(args):
+                given = args[index].value
+            if not (isinstance(given, cst.Call) and builds_model(self.metadata, given, self.facts)
+                    and not places_itself(given)):
+                return False
+        return True
 
     def _feeds_model(self, call: cst.Call) -> bool:
         """Host data is usually dataset material: move it only where it is, directly or through
@@ -489,7 +553,7 @@ b = T([1.0, 2.0])
 
 if __name__ == "__main__":
     h = zeros(2, 3)
-    print(w @ h)
+    print(torch.nn.functional.mse_loss(w @ h, w @ h))
 ''', '''import torch
 from torch import randn, zeros, tensor as T
 
@@ -500,7 +564,7 @@ b = T([1.0, 2.0], device=device)
 
 if __name__ == "__main__":
     h = zeros(2, 3, device=device)
-    print(w @ h)
+    print(torch.nn.functional.mse_loss(w @ h, w @ h))
 '''),
         # forward() builds positions and a mask: they follow the input.
         Invalid('''import torch

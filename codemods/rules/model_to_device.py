@@ -57,6 +57,7 @@ class ModelToDevice(Rule):
         self._model_names = model_variables(self.metadata, node, self.facts)
         self._groups = self.model_groups()
         self._inline_moves: dict[cst.CSTNode, str] = {}
+        self._unpack_moves: dict[cst.Assign, tuple[list[str], str]] = {}
         self._held_out = self._held_out_moves()
         return visit
 
@@ -68,7 +69,12 @@ class ModelToDevice(Rule):
             if group.blocked or not group.held_out or not self._would_move(statement):
                 continue
             for held in group.held_out:
-                moves.setdefault(held.statement, (held.name, group.model))
+                if held.unpacked:
+                    names = self._unpack_moves.setdefault(held.statement, ([], group.model))[0]
+                    if held.name not in names:
+                        names.append(held.name)
+                else:
+                    moves.setdefault(held.statement, (held.name, group.model))
             for expr in group.inline:
                 self._inline_moves.setdefault(expr, group.model)
         return moves
@@ -129,6 +135,25 @@ class ModelToDevice(Rule):
                    if loss_weight_argument(self.metadata, value) is not None
                    else f"model `{name}` is never moved: `.to(device)` where it is built")
         return self.fix(original, updated, updated.with_changes(value=moved), message)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine):
+        """``x, y = make_batch()`` fed to a model that moves: a line after it moves them."""
+        statement = original_node.body[0] if len(original_node.body) == 1 else None
+        if statement not in self._unpack_moves:
+            return updated_node
+        device = self.device_for(statement)
+        if device is None:
+            return updated_node
+        names, model = self._unpack_moves[statement]  # type: ignore[index]
+        targets = cst.Tuple([cst.Element(cst.Name(n)) for n in names], lpar=[], rpar=[]) if len(names) > 1 \
+            else cst.Name(names[0])
+        values = cst.Tuple([cst.Element(to_call(cst.Name(n), device)) for n in names], lpar=[], rpar=[]) \
+            if len(names) > 1 else to_call(cst.Name(names[0]), device)
+        move = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(targets)], values)])
+        listed = ", ".join(f"`{n}`" for n in names)
+        return self.fix(statement, updated_node, cst.FlattenSentinel([updated_node, move]),
+                        f"{listed} meet model `{model}`, which moves: `.to(device)` right after they are made")
 
     def _move_held_out(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
         """``test_x = test_data.data[:100].float() / 255`` fed to a model that moves: it moves too."""
@@ -409,6 +434,17 @@ class ModelToDevice(Rule):
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))\nheld = (data.tensors[0][8:16] / 2).to(device)\n"
             "net = nn.Linear(3, 1).to(device)\nprint(net(held) - data.tensors[1][8:16].to(device))\n",
+        ),
+        # host tensors unpacked from a tuple move on the line after, with the model
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nrows = [([1, 2], 0), ([2, 1], 1)]\n\n"
+            'if __name__ == "__main__":\n    net = nn.Sequential(nn.Embedding(3, 2), nn.Flatten(), nn.Linear(4, 2))\n'
+            "    ids, labels = map(torch.LongTensor, zip(*rows))\n    print(net(ids).argmax(1) == labels)\n",
+            "import torch\nimport torch.nn as nn\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\nrows = [([1, 2], 0), ([2, 1], 1)]\n\n'
+            'if __name__ == "__main__":\n    net = nn.Sequential(nn.Embedding(3, 2), nn.Flatten(), nn.Linear(4, 2)).to(device)\n'
+            "    ids, labels = map(torch.LongTensor, zip(*rows))\n    ids, labels = ids.to(device), labels.to(device)\n"
+            "    print(net(ids).argmax(1) == labels)\n",
         ),
         # ... but held-out data that is also plotted keeps the whole group on the CPU: report only
         Invalid(

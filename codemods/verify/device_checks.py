@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .virtual_devices import CPU, collect_tensors, tensors_in
+from .virtual_devices import CPU, collect_tensors, tensors_in, uniform_device
 
 WRAPPER_MISMATCH = ("Expected all tensors to be on the same device, but got {name} is on {device}, different from "
                     "other tensors on {common} (when checking argument in method {method})")
@@ -79,19 +79,9 @@ def _cat(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     if isinstance(tensors, (list, tuple)) and kwargs.get("out") is None:
         # The collate function stacks every batch: one pass over the tensors, no names unless one differs.
         found = collect_tensors(tensors, [])
-        known = mode.table._devices
-        if known.keys().isdisjoint(map(id, found)):  # none of them on a GPU: one pass in C
-            return mode.finish(func, args, kwargs, CPU, found)
-        common = None
-        for tensor in found:
-            entry = known.get(id(tensor))
-            device = entry[1] if entry is not None and entry[0]() is tensor else CPU
-            if common is None:
-                common = device
-            elif device != common:
-                break
-        else:
-            return mode.finish(func, args, kwargs, common or CPU, found)
+        common = uniform_device(mode.table._devices, found) if found else CPU
+        if common is not None:  # all on one device: nothing to name
+            return mode.finish(func, args, kwargs, common, found)
     return _run(mode, func, args, kwargs, "cat", [("tensors", t) for t in tensors_in(tensors)])
 
 
@@ -246,6 +236,8 @@ def group_tensors_check(mode: Any, tensorlistlist: Sequence[Sequence[Any]]) -> N
     if not tensorlistlist:
         return
     known = mode.table._devices
+    if _lists_agree(known, tensorlistlist):
+        return
     first = [_device_in(known, lead) for lead in tensorlistlist[0]]
     for other in tensorlistlist[1:]:
         for lead, own, tensor in zip(tensorlistlist[0], first, other):
@@ -257,6 +249,25 @@ def group_tensors_check(mode: Any, tensorlistlist: Sequence[Sequence[Any]]) -> N
             if own != theirs and not (theirs == CPU and tensor.dtype in (torch.float32, torch.float64)):
                 raise mode.mismatch(torch._C._group_tensors_by_device_and_dtype, [lead, tensor], SAME_INDEX,
                                     (own, theirs))
+
+
+def _lists_agree(known: dict, tensorlistlist: Sequence[Sequence[Any]]) -> bool:
+    """The usual case of :func:`group_tensors_check`, list by list: every list on the first list's
+    device, or CPU float tensors only (``step`` counters)."""
+    lead = uniform_device(known, [t for t in tensorlistlist[0] if isinstance(t, _T)])
+    if lead is None:
+        return False
+    for tensors in tensorlistlist[1:]:
+        present = [t for t in tensors if isinstance(t, _T)]
+        if not present:
+            continue
+        device = uniform_device(known, present)
+        if device != lead and not (device == CPU and all(t.dtype in _STEP_DTYPES for t in present)):
+            return False
+    return True
+
+
+_STEP_DTYPES = frozenset({torch.float32, torch.float64})
 
 
 def _device_in(known: dict, tensor: Any) -> str | None:

@@ -219,10 +219,16 @@ def _mismatch(exc: BaseException, frame: FrameType | None, device_of: Callable[[
     batch = [t for t in call_args if device_of(t) == "cpu" and getattr(t, "dim", lambda: 1)() > 0]
     if batch and caller is not None:
         return _by_origin(_origin(caller, batch), default="DM203")
-    if modules:
-        return Diagnosis("DM201", "a tensor created inside `forward` (or a helper) has no `device=`: "
-                                  "use `device=x.device`")
     origin = _origin(frame, cpu_side) if frame is not None and cpu_side else ""
+    if modules:
+        if origin == "factory" or not cpu_side:
+            return Diagnosis("DM201", "a tensor created inside `forward` (or a helper) has no `device=`: "
+                                      "use `device=x.device`")
+        # Only what the run shows: which tensor is on the CPU, not a guess at how it got there.
+        others = sorted({d for _, d in operands if d != "cpu"})
+        return Diagnosis("", f"inside the model a CPU tensor meets tensors on {' and '.join(others)}: its "
+                             "inputs, buffers and the tensors it makes must share one device "
+                             "(`.to(x.device)` / `device=x.device`)")
     return _by_origin(origin, default="DM201")
 
 

@@ -21,7 +21,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _device
 
-from .virtual_devices import CPU, CUDA, DeviceTable, collect_tensors, gpu_count_from_environment, normalize, set_gpu_count, tensors_in
+from .virtual_devices import (CPU, CUDA, DeviceTable, collect_tensors, gpu_count_from_environment, normalize,
+                              set_gpu_count, tensors_in)
 
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, {0} and {1}!"
 GENERATOR_MISMATCH = "Expected a '{0}' device type for generator but found '{1}'"
@@ -202,17 +203,22 @@ class SimulatedCuda(TorchFunctionMode):
         """Run an op whose tensors (``inputs``: every tensor in its arguments, no ``out=``) were all
         found on ``common`` by a check at least as strict as TensorIterator's: the parameter
         statistics and the result's device, as :meth:`generic` would do them."""
+        self.note_parameters(func, inputs, common)
+        result = func(*args, **kwargs)
+        self.mark_result(result, common, inputs)
+        return result
+
+    def note_parameters(self, func: Callable, inputs: list[torch.Tensor], device: str) -> None:
+        """``stats.param_devices``: parameters working with other tensors, all on ``device``."""
         if len(inputs) > 1 and not _PLAIN_TENSOR.issuperset(map(type, inputs)):
             for tensor in inputs:
                 # Parameter's metaclass makes isinstance a Python call: only for other subclasses.
                 cls = type(tensor)
                 if cls is _Parameter or (cls is not _Tensor and isinstance(tensor, _Parameter)):
                     if not in_place(func):
-                        self.stats.param_devices.add(common)
-                    break
-        result = func(*args, **kwargs)
-        self.mark_result(result, common, inputs)
-        return result
+                        # In-place ops on parameters are initialisation and optimizer steps, not the model at work.
+                        self.stats.param_devices.add(device)
+                    return
 
     def check_generator(self, func: Callable, generator: Any, device: str) -> None:
         """ATen's ``check_generator``: a CUDA kernel needs a CUDA generator and a CPU one a CPU one."""

@@ -98,6 +98,19 @@ def tensors_in(value: Any) -> Iterator[torch.Tensor]:
 
 
 _TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+def uniform_device(known: dict, tensors: list[torch.Tensor]) -> str | None:
+    """The device every one of ``tensors`` is on (``known`` is a :class:`DeviceTable`'s dict), or
+    None when they are not all on one device (or there are none): the caller then decides tensor
+    by tensor. (A plain loop: measured faster than chaining ``map`` in C for lists of 4 to 32.)"""
+    first = None
+    for tensor in tensors:
+        entry = known.get(id(tensor))
+        device = entry[1] if entry is not None and entry[0]() is tensor else CPU
+        if first is None:
+            first = device
+        elif device != first:
+            return None
+    return first
 
 
 def collect_tensors(value: Any, found: list[torch.Tensor]) -> list[torch.Tensor]:

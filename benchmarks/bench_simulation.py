@@ -1,12 +1,15 @@
 """How much slower a small training loop runs on the simulated cuda:0 than on the plain CPU.
 
-Both runs happen in this process, alternately, after a warm-up of each; the ratio of the
-medians is printed, of CPU time (this process's, one torch thread: steady on a shared machine)
-and of wall time. The simulation adds Python work per torch call (a device check and a
+The runs happen in this process, alternately, after a warm-up of each; the ratios of the
+medians and of the fastest runs are printed, of CPU time (this process's, one torch thread) and
+of wall time. On a shared machine read the fastest runs: interference from other processes only
+ever adds time. A third run, under a ``TorchFunctionMode`` that only calls the function on the
+plain CPU, shows the floor any simulation built on such a mode pays (it takes the CPU code
+paths, e.g. single-tensor Adam, where the simulated run takes the CUDA ones). The simulation adds Python work per torch call (a device check and a
 table entry), not per element, so the ratio is highest for tiny tensors like these and
 falls as tensors grow (try --width 1024).
 
-    python benchmarks/bench_simulation.py [--repeat 5] [--steps 100] [--width 128]
+    python benchmarks/bench_simulation.py [--repeat 5] [--steps 100] [--width 128] [--no-floor]
 """
 
 from __future__ import annotations
@@ -23,7 +26,21 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
 from codemods.verify.simulate import simulated_cuda  # noqa: E402
+
+
+class NoOpMode(TorchFunctionMode):
+    """Calls every torch function unchanged: the cost of the mechanism alone."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        return func(*args, **(kwargs or {}))
+
+
+def no_op(steps: int, width: int) -> tuple[float, float]:
+    with NoOpMode():
+        return train(steps, width)
 
 
 def train(steps: int, width: int) -> tuple[float, float]:
@@ -63,16 +80,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps per run")
     parser.add_argument("--width", type=int, default=128, help="hidden layer width")
+    parser.add_argument("--no-floor", action="store_true", help="skip the no-op TorchFunctionMode run")
     options = parser.parse_args()
     torch.set_num_threads(1)  # steadier timings
-    train(10, options.width), simulated(10, options.width)  # warm-up: imports, allocator, dynamo
-    plain, sim, ops = [], [], 0
+    train(10, options.width), simulated(10, options.width), no_op(10, options.width)  # warm-up
+    plain, sim, floor, ops = [], [], [], 0
     for _ in range(options.repeat):
         plain.append(train(options.steps, options.width))
         seconds, ops = simulated(options.steps, options.width)
         sim.append(seconds)
+        if not options.no_floor:
+            floor.append(no_op(options.steps, options.width))
     base, slow = statistics.median(p[0] for p in plain), statistics.median(s[0] for s in sim)
     base_cpu, slow_cpu = statistics.median(p[1] for p in plain), statistics.median(s[1] for s in sim)
+    fast_cpu = min(p[1] for p in plain), min(s[1] for s in sim)
     print(f"training loop: {options.steps} steps, batch 32, MLP 64-{options.width}-{options.width}-10, Adam, "
           f"torch {torch.__version__}, {options.repeat} runs each")
     print(f"plain CPU:        {base * 1000:8.1f} ms wall, {base_cpu * 1000:8.1f} ms CPU (medians)")
@@ -80,6 +101,12 @@ def main() -> None:
           f"checked, {(slow_cpu - base_cpu) / max(ops, 1) * 1e6:.1f} us CPU added per call")
     # CPU time is the figure to compare on a shared machine: other processes inflate wall time.
     print(f"overhead ratio (simulated / plain): {slow_cpu / base_cpu:.2f}x CPU time, {slow / base:.2f}x wall time")
+    print(f"fastest runs (simulated / plain):   {fast_cpu[1] / fast_cpu[0]:.2f}x CPU time "
+          f"({fast_cpu[0] * 1000:.1f} ms plain, {fast_cpu[1] * 1000:.1f} ms simulated)")
+    if floor:
+        floor_cpu = statistics.median(f[1] for f in floor)
+        print(f"floor, a no-op TorchFunctionMode on the CPU path: {floor_cpu / base_cpu:.2f}x CPU time (medians), "
+              f"{min(f[1] for f in floor) / fast_cpu[0]:.2f}x (fastest)")
 
 if __name__ == "__main__":
     main()

@@ -86,6 +86,11 @@ class Cache:
         self._index: dict[str, tuple[int, int, str, str]] = self._load(self._index_path) or {}
         self._index_dirty = False
         self._written = 0
+        # What the project index read from each file (see ``summary_of``), by size and mtime.
+        self._summaries_path = self.root / "summaries" / f"{index_key}.pickle"
+        self._summaries: dict[str, tuple[int, int, Any]] | None = None
+        self._summaries_dirty = False
+        self._summaries_used: set[str] = set()
 
     # -- keys ------------------------------------------------------------------------------
     def key(self, path: str, data: bytes, extra: str = "") -> str:
@@ -144,10 +149,37 @@ class Cache:
         self._index[os.path.abspath(path)] = (stat.st_size, stat.st_mtime_ns, key, extra)
         self._index_dirty = True
 
+    def summary_of(self, path: str) -> Any:
+        """The project index's summary of ``path`` (``read_summary``), from the cache when the
+        file's size and mtime are what was recorded: a warm run parses nothing."""
+        from .analysis.project import read_summary  # late: a cached run may need no analysis
+        if self._summaries is None:
+            loaded = self._load(self._summaries_path)
+            self._summaries = loaded if isinstance(loaded, dict) else {}
+        path = os.path.abspath(path)
+        self._summaries_used.add(path)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return read_summary(path)
+        seen = self._summaries.get(path)
+        if seen is not None and seen[:2] == (stat.st_size, stat.st_mtime_ns):
+            return seen[2]
+        summary = read_summary(path)
+        if time.time() - stat.st_mtime_ns / 1e9 >= RACY_SECONDS:  # see ``remember``
+            self._summaries[path] = (stat.st_size, stat.st_mtime_ns, summary)
+            self._summaries_dirty = True
+        return summary
+
     def close(self) -> None:
         if self._index_dirty:
             self._write(self._index_path, self._index)
             self._index_dirty = False
+        if self._summaries_dirty and self._summaries is not None:
+            if len(self._summaries) > self.max_entries:  # bounded: keep what this run read
+                self._summaries = {p: v for p, v in self._summaries.items() if p in self._summaries_used}
+            self._write(self._summaries_path, self._summaries)
+            self._summaries_dirty = False
         if self._written:
             self.prune()
 

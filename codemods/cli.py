@@ -124,8 +124,13 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     project_dir = os.path.dirname(config.source) if config.source else os.getcwd()
     excludes: list[Exclude] = [(project_dir, glob) for glob in config.exclude]
     excludes.extend(exclude)
-    files = list(iter_python_files(paths, excludes, force_exclude=force_exclude,
-                                   warn=lambda message: click.echo(f"devmod: warning: {message}", err=True)))
+    try:  # walking a large tree takes seconds: a signal there is 130 too, never click's "Aborted!" (exit 1)
+        with stop_on_signals():
+            files = list(iter_python_files(paths, excludes, force_exclude=force_exclude,
+                                           warn=lambda message: click.echo(f"devmod: warning: {message}", err=True)))
+    except Interrupted as exc:
+        click.echo(interrupted_message(exc, mode), err=True)
+        sys.exit(EXIT_INTERRUPTED)
     if interactive:
         from .interactive import Session, review_files
         session = Session()

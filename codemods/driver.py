@@ -197,7 +197,7 @@ def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | 
     paths = list(paths)
     # One read of the whole project with ``ast``: which files are imported, which functions
     # are driver code, which names build models. Every file's rewrite needs it.
-    project = ProjectIndex.around(paths)
+    project = ProjectIndex.around(paths, summary_of=cache.summary_of if cache is not None else None)
     roles = [project.role_for(p) for p in paths]
     reports: dict[int, FileReport] = {}
     todo: list[int] = []

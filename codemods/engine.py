@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from .analysis.project import FileRole, ProjectIndex
 from .comments import lost_comments
@@ -24,10 +24,13 @@ from .device_name import conflict_in_file
 from .preflight import PreflightError, check_source, deep_recursion, eof_padding, split_trailing_comments
 from .rules import all_rules
 from .positions import OriginMap
+from .scan import scan
+from . import fast_visit
 from .rules.base import STATE_KEY, Allow, Finding, Rule, RunState
 from .suppression import read_suppressions
 
 MAX_PASSES = 5
+fast_visit.install()  # read-only libcst traversals (the metadata) stop copying the tree
 SHARED_DEVICE_CODE = "DM101"  # runs whenever another rule needs the shared variable
 
 
@@ -165,6 +168,13 @@ def _from_origin(allow: Allow, original: str, module: cst.Module) -> Allow:
     return asked
 
 
+def _wrap(module: cst.Module) -> MetadataWrapper:
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    # The same mapping libcst's ParentNodeProvider would compute, without copying every node.
+    wrapper._metadata[ParentNodeProvider] = fast_visit.parents(module)
+    return wrapper
+
+
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 suppressions, source: str, role: FileRole,
                 allow: Allow | None = None) -> tuple[cst.Module, list[Finding], str]:
@@ -182,14 +192,22 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
         # Report-only rules never change the tree: they run once, in the pass that settles.
         fixers = [r for r in rules if r.SAFETY != "report"]
         reporters = [r for r in rules if r.SAFETY == "report"]
+        if allow is None and rules:  # (``allow`` may ask a person: never twice for one fix)
+            # Most passes fix nothing: one walk for all rules, no rebuilt tree (see scan.py).
+            wrapper = _wrap(module)
+            if scan(wrapper, [r(context) for r in fixers + reporters], state):
+                fixed.extend(f for f in state.findings if f.fixed)
+                return module, fixed + [f for f in state.findings if not f.fixed], source
         for rule_cls in fixers + reporters:
             if rule_cls.SAFETY == "report" and pass_changed:
                 break
             state.changed = False
             if wrapper is None:
-                wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+                wrapper = _wrap(module)
                 if allow is not None:
                     state.allow = allow if module is first_module else _from_origin(allow, original, module)
+            if allow is None and scan(wrapper, [rule_cls(context)], state):
+                continue  # this rule changes nothing: the tree and its metadata stay as they are
             try:
                 result = wrapper.visit(rule_cls(context))
             except (SourceError, RecursionError):

@@ -11,7 +11,7 @@ from codemods.engine import transform_source
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 NOTEBOOKS = sorted((ROOT / "examples").glob("*.ipynb"))
-_EXPECT = re.compile(r"^# expect-before: (device-error|cpu-failure|clean)$", re.M)
+_EXPECT = re.compile(r"^# expect-before: (device-error|cpu-failure|cpu-only|clean)$", re.M)
 
 
 def expectation(path: pathlib.Path) -> str:

@@ -103,3 +103,32 @@ def test_kill_9_of_the_main_process_stops_the_workers(tmp_path):
     written = assert_whole(tree)
     time.sleep(0.5)  # nobody is left to write more
     assert assert_whole(tree) == written
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_tree_is_walked_exits_130_not_1(tmp_path, monkeypatch, signum):
+    # Walking a large tree takes seconds. Ctrl-C there used to reach click, which printed
+    # "Aborted!" and exited 1: the `--check` answer for "something would change".
+    from click.testing import CliRunner
+
+    from codemods import cli
+
+    (tmp_path / "a.py").write_text(ORIGINAL)
+    walk = cli.iter_python_files
+
+    def walk_then_signal(*args, **kwargs):
+        for path in walk(*args, **kwargs):
+            os.kill(os.getpid(), signum)
+            yield path
+    monkeypatch.setattr(cli, "iter_python_files", walk_then_signal)
+
+    def unhandled(signum, frame):  # SIGTERM's default would end pytest itself
+        raise AssertionError("the signal reached no devmod handler")
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        result = CliRunner().invoke(cli.main, ["apply", "--check", "--no-cache", "-j", "1", str(tmp_path)])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert result.exit_code == 130, result.output
+    assert f"interrupted by {signal.Signals(signum).name}" in result.stderr
+    assert (tmp_path / "a.py").read_text() == ORIGINAL

@@ -21,6 +21,8 @@ The global device belongs to driver code only (see ``analysis/project.py``):
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -28,7 +30,7 @@ import libcst as cst
 
 from .tree import ancestors, line_of, walk
 from .project import FileRole
-from .roles import is_loss_callee, is_model_callee, model_variables
+from .roles import builds_model, is_loss_callee, is_model_callee, model_variables
 from .names import dotted, qualified_names
 from .scopes import ClassFacts, Place, ScopeKind, enclosing_place, is_main_guard
 
@@ -174,6 +176,13 @@ def user_chosen_device(module: cst.Module) -> bool:
     ``cfg.device``)? Then a second, global device would override the user's choice
     (``--device cpu`` on a GPU machine): the file's own choice is left to decide."""
     for node in walk(module):
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and _imports_placer(node):
+            return True  # Accelerate / Fabric place the model and prepared loaders themselves
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "add_argument" and any(
+                    isinstance(a.value, cst.SimpleString) and _DEVICE_FLAG.search(a.value.value)
+                    for a in node.args if a.keyword is None):
+            return True  # ``--cuda`` / ``--device`` / ``--no-cuda``: the user picks where it runs
         if isinstance(node, cst.Attribute) and node.attr.value == "device":
             base = node.value
             while isinstance(base, cst.Attribute):
@@ -181,6 +190,20 @@ def user_chosen_device(module: cst.Module) -> bool:
             if isinstance(base, cst.Name) and base.value in _SETTINGS_NAMES:
                 return True
     return False
+
+
+_DEVICE_FLAG = re.compile(r"^[rbuRBU]*['\"]--?(no[-_])?(use[-_])?(cuda|gpus?|device|cpu)['\"]$")
+_PLACERS = ("accelerate", "lightning.fabric", "lightning_fabric")
+
+
+def _imports_placer(node: cst.Import | cst.ImportFrom) -> bool:
+    """``from accelerate import Accelerator``: a library that owns the device of what it prepares
+    (on ``Accelerator(cpu=True)`` or on rank 1 the shared ``cuda`` device would be wrong)."""
+    if isinstance(node, cst.ImportFrom):
+        names = [dotted(node.module) or ""] if node.module is not None and not node.relative else []
+    else:
+        names = [dotted(a.name) or "" for a in node.names]
+    return any(n == p or n.startswith(p + ".") for n in names for p in _PLACERS)
 
 
 def runs_per_rank(module: cst.Module) -> bool:
@@ -286,6 +309,8 @@ class DeviceLookup:
         elif place.kind is ScopeKind.MODULE and not replaces_cuda and self.role.imported \
                 and not self._in_main_block(node):
             return None  # a module others import: its top level is library code
+        elif place.kind is ScopeKind.MODULE and not replaces_cuda and not self._top_level_uses_device():
+            return None  # a script with no model, loss or move (an autograd demo): nothing to meet
         if self.chosen_conditionally or self.per_rank or self.user_device:
             return None
         if self.defined_from is not None and place.kind is ScopeKind.MODULE \
@@ -299,6 +324,32 @@ class DeviceLookup:
 
     def _in_main_block(self, node: cst.CSTNode) -> bool:
         return any(is_main_guard(parent) for parent in ancestors(self.metadata, node))
+
+    def _top_level_uses_device(self) -> bool:
+        """Does the file's top level (main block included, defs and classes not) call a model
+        or a loss, hand a model to a call, move something or name the shared device?"""
+        known = self._works_with_device.get(0)
+        if known is None and self.module is not None:
+            models = model_variables(self.metadata, self.module, self.facts)
+            known = bool(models)  # a script that builds a model moves it, and what meets it
+            for stmt in self.module.body if not known else ():
+                if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    continue
+                for child in walk(stmt):
+                    if isinstance(child, cst.Name) and child.value == self.shared_name:
+                        known = True
+                    elif isinstance(child, cst.Call) and (
+                            is_model_callee(child.func, models) or is_loss_callee(child.func)
+                            or builds_model(self.metadata, child, self.facts)
+                            or any(is_model_callee(a.value, models) for a in child.args)
+                            or isinstance(child.func, cst.Attribute) and child.func.attr.value in ("to", "cuda")):
+                        known = True
+                    if known:
+                        break
+                if known:
+                    break
+            self._works_with_device[0] = known
+        return bool(known) or self.module is None
 
     def _uses_device(self, function: cst.FunctionDef) -> bool:
         """Does a driver function work with a device at all: call a model or a loss, move
@@ -394,6 +445,8 @@ class DeviceLookup:
             return None  # a staticmethod or classmethod has no instance to ask for its device
         if _class_has_device_attribute(place.klass):
             return cst.Attribute(cst.Name(receiver), cst.Name("device"))
+        if not _may_have_parameters(place.klass):
+            return None  # ``next(self.parameters())`` would raise StopIteration (a loss module)
         return cst.parse_expression(f"next({receiver}.parameters()).device")
 
     @staticmethod
@@ -418,6 +471,25 @@ def _instance_parameter(function: cst.FunctionDef) -> str | None:
             return None
     params = (*function.params.posonly_params, *function.params.params)
     return params[0].name.value if params else None
+
+
+def _may_have_parameters(klass: cst.ClassDef) -> bool:
+    """Could ``self.parameters()`` yield anything? Not for a class that derives from
+    ``nn.Module`` only and never builds a sub-module (``self.x = Linear(...)``), a
+    ``Parameter`` or registers one: a parameterless loss or helper module."""
+    if any((dotted(b.value) or "").rsplit(".", 1)[-1] != "Module" for b in klass.bases):
+        return True  # a parent class may hold parameters
+    for node in walk(klass.body):
+        if isinstance(node, cst.Call):
+            name = (dotted(node.func) or "").rsplit(".", 1)[-1]
+            if name in ("register_parameter", "register_module", "add_module", "Parameter"):
+                return True
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
+                (dotted(t.target) or "").startswith("self.") for t in node.targets):
+            name = (dotted(node.value.func) or "").rsplit(".", 1)[-1]
+            if name[:1].isupper() or name.startswith(("make_", "build_", "create_", "get_")):
+                return True  # ``self.proj = Linear(...)``, ``self.body = make_layers()``
+    return False
 
 
 def _class_has_device_attribute(klass: cst.ClassDef) -> bool:

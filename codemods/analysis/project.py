@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 _NN_MODULE = frozenset({"nn.Module", "torch.nn.Module", "Module", "torch.nn.modules.module.Module"})
 # torch.nn names that build a module one moves (containers included: they hold parameters).
@@ -66,6 +66,18 @@ def module_names(path: str) -> tuple[str, ...]:
     stem = parts[-1][:-3] if parts[-1].endswith(".py") else parts[-1]
     parts = parts[:-1] if stem == "__init__" else parts[:-1] + [stem]
     return tuple(".".join(parts[i:]) for i in range(len(parts) - 1, -1, -1) if parts[i:])
+
+
+def read_summary(path: str) -> _Summary | None:
+    """``summarise`` of the file at ``path``; None when it cannot be read or parsed, or cannot matter."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    if b"torch" in data or b"import" in data:
+        return summarise(path, data.decode("utf-8", "replace"))
+    return None
 
 
 def summarise(path: str, source: str) -> _Summary | None:
@@ -183,7 +195,7 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         if isinstance(node, ast.keyword) and node.arg == "device":
             return False
     for ret in returns:
-        value = ret.value
+        value = _last_assignment(function, ret) if isinstance(ret.value, ast.Name) else ret.value
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                 and isinstance(value.func.value, ast.Call):
             value = value.func.value  # ``torch.from_numpy(a).float()``
@@ -193,6 +205,20 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         if not name.startswith("torch.") or name.startswith(_NOT_TENSORS):
             return False
     return True
+
+
+def _last_assignment(function: ast.AST, ret: ast.Return) -> ast.AST | None:
+    """``x = np.stack(...); x = torch.from_numpy(x).float(); return x``: the value the returned
+    name holds, when plain assignments at the function's top level are all that bind it."""
+    name = ret.value.id  # type: ignore[union-attr]
+    body = getattr(function, "body", [])
+    binders = [n for n in ast.walk(function) if isinstance(getattr(n, "ctx", None), ast.Store)
+               and isinstance(n, ast.Name) and n.id == name]
+    top = [stmt for stmt in body if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+           and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name]
+    if len(top) != len(binders) or not top or ret not in body or top[-1].lineno > ret.lineno:
+        return None
+    return top[-1].value
 
 
 def _callee(call: ast.Call) -> str:
@@ -223,21 +249,16 @@ class ProjectIndex:
         return cls(s for path, text in sources if (s := summarise(path, text)) is not None)
 
     @classmethod
-    def from_paths(cls, paths: Iterable[str]) -> "ProjectIndex":
-        """Read the files from disk; unreadable ones are simply not in the index."""
-        sources = []
-        for path in paths:
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except OSError:
-                continue
-            if b"torch" in data or b"import" in data:
-                sources.append((path, data.decode("utf-8", "replace")))
-        return cls.build(sources)
+    def from_paths(cls, paths: Iterable[str],
+                   summary_of: Callable[[str], _Summary | None] | None = None) -> "ProjectIndex":
+        """Read the files from disk; unreadable ones are simply not in the index. ``summary_of``
+        may answer from a cache instead (``read_summary``'s answer for an unchanged file)."""
+        read = summary_of or read_summary
+        return cls(s for path in paths if (s := read(path)) is not None)
 
     @classmethod
-    def around(cls, paths: Iterable[str], limit: int = 2000) -> "ProjectIndex":
+    def around(cls, paths: Iterable[str], limit: int = 2000,
+               summary_of: Callable[[str], _Summary | None] | None = None) -> "ProjectIndex":
         """The files to rewrite plus the rest of their project (up to ``limit`` more files), so
         that ``devmod apply train.py`` still sees that ``models/`` builds modules and that
         ``models/resnet.py`` is imported by others. The project is the nearest folder above
@@ -256,10 +277,10 @@ class ProjectIndex:
                     if path not in given and os.path.isfile(path):
                         extra.append(path)
                     if len(extra) > limit:
-                        return cls.from_paths(paths)  # a huge tree: the given files decide alone
+                        return cls.from_paths(paths, summary_of)  # a huge tree: the given files decide alone
         except OSError:  # an unreadable folder or a symlink loop: the given files decide alone
-            return cls.from_paths(paths)
-        return cls.from_paths([*paths, *extra])
+            return cls.from_paths(paths, summary_of)
+        return cls.from_paths([*paths, *extra], summary_of)
 
     def role_for(self, path: str) -> FileRole:
         summary = self.files.get(os.path.abspath(path))

@@ -23,6 +23,12 @@ _NOT_MODELS = frozenset({"Parameter", "ParameterList", "ParameterDict", "Module"
                          "ModuleDict", "Identity"})
 
 
+# Tensors made from host memory, and the legacy CPU constructors (``torch.FloatTensor([[...]])``,
+# ``torch.LongTensor(labels)``): always on the CPU, with no ``device=`` parameter.
+HOST_MAKERS = frozenset({"torch.from_numpy", "torch.Tensor", *(f"torch.{kind}Tensor" for kind in (
+    "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"))})
+
+
 @lru_cache(maxsize=1)
 def tensor_factories() -> frozenset[str]:
     """Qualified names of the tensor factories listed in data/tensor_factories.txt."""

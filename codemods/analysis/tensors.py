@@ -161,7 +161,7 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
             current = parent
         elif isinstance(parent, cst.BinaryOperation):
             other = parent.right if parent.left is current else parent.left
-            if not (_is_number(other) or _cpu_rooted(metadata, other, depth)):
+            if not (is_number(other) or _cpu_rooted(metadata, other, depth)):
                 return current
             current = parent
         elif isinstance(parent, (cst.Arg, cst.Element)):
@@ -209,24 +209,24 @@ def _arithmetic_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
         if isinstance(parent, cst.UnaryOperation):
             current = parent
         elif isinstance(parent, cst.Comparison) and parent.left is current \
-                and all(_is_number(c.comparator) for c in parent.comparisons):
+                and all(is_number(c.comparator) for c in parent.comparisons):
             current = parent  # ``torch.rand(1) > 0.5``
         elif isinstance(parent, cst.BinaryOperation):
             other = parent.right if parent.left is current else parent.left
-            if not _is_number(other):
+            if not is_number(other):
                 return current
             current = parent
         else:
             return current
 
 
-def _is_number(node: cst.BaseExpression) -> bool:
+def is_number(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.Integer, cst.Float)):
         return True
     if isinstance(node, cst.UnaryOperation):
-        return _is_number(node.expression)
+        return is_number(node.expression)
     if isinstance(node, cst.BinaryOperation):
-        return _is_number(node.left) and _is_number(node.right)
+        return is_number(node.left) and is_number(node.right)
     return False
 
 

@@ -17,6 +17,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from ..analysis.devices import DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name, user_chosen_device
+from ..analysis.groups import Group, model_groups
 from ..analysis.names import torch_module_alias
 from ..analysis.project import FileRole
 from ..analysis.tree import mentions_name
@@ -56,6 +57,7 @@ class RunState:
     changed: bool = False
     device_used: bool = False  # a fix referenced the shared device variable
     analysed: tuple | None = None  # (module, facts...) cached while the tree is unchanged
+    groups: tuple | None = None  # (module, model groups) cached while the tree is unchanged
     role: FileRole = field(default_factory=FileRole)  # what the project index says of this file
     source: str = ""  # the text of ``source_module``, the tree the pass started from
     source_module: cst.Module | None = None
@@ -118,6 +120,15 @@ class Rule(VisitorBasedCodemodCommand):
         self.devices = DeviceLookup(self.metadata, self.facts, self.shared_name, *placement,
                                     role=self.state.role, module=node, user_device=user_device)
         return True
+
+    def model_groups(self) -> dict[cst.Assign, Group]:
+        """Each model of the file with the held-out data it meets (shared by DM201/202/203)."""
+        cached = self.state.groups
+        if cached is None or cached[0] is not self.tree:
+            groups = model_groups(self.metadata, self.tree, self.facts, self.state.role.tensor_helpers,
+                                  numpy_fixed=self.state.config.enabled("DM303"))
+            cached = self.state.groups = (self.tree, groups)
+        return cached[1]
 
     def module_text(self, module: cst.Module) -> str:
         """``module.code`` without a whole-module codegen when the engine already holds the text."""

@@ -40,6 +40,7 @@ from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import (BatchShape, Loader, batch_shape, cpu_only_lengths, evidence, find_loader,
                               moved_in, plain_names, unpacking)
 from ..analysis.names import keyword_arg
+from ..analysis.groups import blocked_callee
 from ..analysis.roles import is_loss_callee, is_model_callee, model_variables
 from ..analysis.scopes import ScopeKind
 from ..analysis.tree import walk
@@ -138,6 +139,10 @@ class BatchToDevice(Rule):
     def _feeds_model(self, loop: cst.For) -> bool:
         """Does the loop body call a model or a loss, or hand a model to a call? A function that
         takes a ``device`` parameter works on that device: its batches go there."""
+        groups = self.model_groups()
+        if any(isinstance(node, cst.Call) and blocked_callee(self.metadata, groups, node.func)
+               for node in walk(loop.body)):
+            return False  # a model whose group stays on the CPU (DM202 reports it): its batches stay too
         if self.devices.local_device(loop):
             return True
         for node in walk(loop.body):
@@ -152,6 +157,20 @@ class BatchToDevice(Rule):
         return is_model_callee(func, self._model_names)
 
     VALID = [
+        # Accelerate places the model and the prepared loader (``Accelerator(cpu=True)``, or one
+        # GPU per rank): a shared ``cuda`` device in a helper would be the wrong one.
+        Valid('''import torch
+from accelerate import Accelerator
+
+def evaluate(net, loader):
+    for xb, yb in loader:
+        print((net(xb).argmax(-1) == yb).sum().item())
+
+def run(net, loader):
+    acc = Accelerator(cpu=True)
+    net, loader = acc.prepare(net, loader)
+    evaluate(net, loader)
+'''),
         # A loop that feeds no model: data statistics, and an endless generator whose batches
         # are moved where they are consumed.
         Valid('''import torch

@@ -5,7 +5,8 @@ with CUDA enabled" / "Found no NVIDIA driver") and hard-codes one device into co
 that should follow a single shared ``torch.device``. ``.to(device)`` works on both.
 
 - ``non_blocking=`` is kept; ``.cuda(i)`` / ``.cuda(args.gpu)`` carry a rank index
-  and are reported, not rewritten.
+  and are reported, not rewritten; ``.cuda(x.device)`` / ``.cuda(current_device)`` name a
+  device and become ``.to(x.device)`` / ``.to(current_device)``.
 - Inside an ``nn.Module`` method the device follows the input (``x.device``); in a
   Dataset or collate function nothing is moved (reported instead).
 - A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
@@ -39,6 +40,13 @@ class CudaCall(Rule):
             return updated_node
         args = list(updated_node.args)
         if any(a.keyword is None for a in args):
+            if self._names_a_device(original_node.args[0]):
+                # ``.cuda(x.device)`` / ``.cuda(current_device)``: the same place, spelled ``.to``,
+                # which also works where that device is the CPU
+                func = updated_node.func
+                assert isinstance(func, cst.Attribute)
+                return self.fix(original_node, updated_node, updated_node.with_changes(
+                    func=func.with_changes(attr=cst.Name("to"))), "`.cuda(<device>)` -> `.to(<device>)`")
             self.report(original_node, "`.cuda(index)` selects a GPU by rank; set the device per rank instead")
             return updated_node
         if any(a.keyword is not None and a.keyword.value not in ("non_blocking", "memory_format") for a in args):
@@ -54,6 +62,26 @@ class CudaCall(Rule):
         new_args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_args]
         replacement = updated_node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=new_args)
         return self.fix(original_node, updated_node, replacement, "`.cuda()` -> `.to(device)`")
+
+    def _names_a_device(self, arg: cst.Arg) -> bool:
+        """``x.device``, or a name bound once to one / a parameter called ``*device``."""
+        value = arg.value
+        if arg.keyword is not None:
+            return False
+        if isinstance(value, cst.Attribute) and value.attr.value == "device":
+            return True
+        if not isinstance(value, cst.Name):
+            return False
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(value), value.value)
+        if len(bindings) != 1:
+            return False
+        target = bindings[0].node
+        parent = self.metadata[ParentNodeProvider].get(target)
+        if isinstance(target, cst.Param) or isinstance(parent, cst.Param):
+            return value.value.endswith("device")
+        assign = self.metadata[ParentNodeProvider].get(parent) if isinstance(parent, cst.AssignTarget) else None
+        return isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Attribute) \
+            and assign.value.attr.value == "device"
 
     def _behind_a_gpu_switch(self, call: cst.Call) -> bool:
         """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``,
@@ -146,6 +174,11 @@ class CudaCall(Rule):
             "cuda = True if torch.cuda.is_available() else False\nnet = torch.nn.Linear(2, 2)\nnet.to(device)\n",
         ),
         Invalid("import torch\nx = torch.ones(3).cuda(1)\n"),
+        # a device taken from an input or a parameter: kept, spelled ``.to``
+        Invalid("import torch\n\ndef shift(x, table, current_device):\n    where = x.device\n"
+                "    return x + table.cuda(where), table.cuda(current_device)\n",
+                "import torch\n\ndef shift(x, table, current_device):\n    where = x.device\n"
+                "    return x + table.to(where), table.to(current_device)\n"),
     ]
 
 

@@ -35,22 +35,35 @@ import libcst as cst
 from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
-from ..analysis.names import keyword_arg, positional, qualified_names
+from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.roles import builds_model, factory_name, is_loss_callee, is_loss_constructor, is_model_callee, \
+from ..analysis.groups import blocked_callee, blocked_scopes
+from ..analysis.loops import is_pack_padded
+from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
     moved_in_chain, assigned_name, chain_top, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
 _MAX_REBINDINGS = 4  # ``x = f(x)`` steps followed before the move
-# Tensors made from host memory, and the legacy CPU constructors (``torch.FloatTensor([[...]])``,
-# ``torch.LongTensor(labels)``): no ``device=`` parameter, so they are moved after creation.
-_FROM_HOST = frozenset({"torch.from_numpy", "torch.Tensor", *(f"torch.{kind}Tensor" for kind in (
-    "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"))})
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
 _NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
+
+
+_CAST = "a `.type(torch.<Type>Tensor)` cast"
+# The dtype of each legacy tensor type.
+_LEGACY_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+                  "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+
+
+def _cast_dtype(metadata, cast: cst.Call) -> str | None:
+    """``torch.FloatTensor`` in ``x.type(torch.FloatTensor)`` -> ``"float32"``."""
+    for name in qualified_names(metadata, cast.args[0].value):
+        kind = name[len("torch."):-len("Tensor")] if name.startswith("torch.") and name.endswith("Tensor") else ""
+        if kind in _LEGACY_DTYPES:
+            return _LEGACY_DTYPES[kind]
+    return None
 
 
 class FactoryDevice(Rule):
@@ -62,6 +75,7 @@ class FactoryDevice(Rule):
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._model_names: set[str] | None = None  # computed on the first from_numpy
+        self._packs: bool | None = None  # does the file call pack_padded_sequence? (computed on demand)
         return super().visit_Module(node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -79,7 +93,8 @@ class FactoryDevice(Rule):
                 or self._variable_moved_later(original_node):
             return updated_node
         device = self.device_for(original_node)
-        if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node):
+        if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
+                or self._packed_lengths(original_node) or self._beside_a_blocked_group(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
@@ -90,15 +105,15 @@ class FactoryDevice(Rule):
         """What makes a CPU tensor here that takes no ``device=``: ``torch.from_numpy``, a legacy
         constructor, a ``.type(torch.FloatTensor)`` cast (always the CPU), or a project helper
         that returns one (``real_batch()``)."""
-        made = sorted(qualified_names(self.metadata, call.func) & _FROM_HOST)
+        made = sorted(qualified_names(self.metadata, call.func) & HOST_MAKERS)
         if made:
             return f"`{made[0]}`"
         func = call.func
         if isinstance(func, cst.Name) and func.value in self.state.role.tensor_helpers:
             return f"`{func.value}()`"
         if isinstance(func, cst.Attribute) and func.attr.value == "type" and len(call.args) == 1 \
-                and qualified_names(self.metadata, call.args[0].value) & _FROM_HOST:
-            return "a `.type(torch.<Type>Tensor)` cast"
+                and qualified_names(self.metadata, call.args[0].value) & HOST_MAKERS:
+            return _CAST
         return None
 
     def _needs_device(self, call: cst.Call) -> bool:
@@ -186,26 +201,79 @@ class FactoryDevice(Rule):
             return updated
         device = self.device_for(original)
         in_model = self.devices.place(original).kind is ScopeKind.MODEL_METHOD  # it meets the input there
-        if device is None or flows_only_to_cpu(self.metadata, original) \
+        if device is None or flows_only_to_cpu(self.metadata, original) or self._packed_lengths(original) \
+                or self._joined_with_cpu_data(original) or self._beside_a_blocked_group(original) \
                 or not (in_model or self._feeds_model(original)):
             return updated
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
             return updated
-        moved = to_call(updated, device)
         maker = self._host_tensor_maker(original)
+        dtype = _cast_dtype(self.metadata, original) if maker == _CAST and torch_module_alias(self.tree) else None
+        if dtype is not None:  # ``x.type(torch.FloatTensor)`` -> ``x.to(device, torch.float32)``: no CPU round trip
+            receiver = updated.func.value  # type: ignore[union-attr]
+            dtype_node = cst.Attribute(cst.Name(self.torch_alias), cst.Name(dtype))
+            moved = cst.Call(cst.Attribute(receiver, cst.Name("to")), [
+                cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(dtype_node)])
+            return self.fix(original, updated, moved,
+                            "a `.type(torch.<Type>Tensor)` cast makes a CPU tensor: cast and move in one `.to(device, dtype)`")
+        moved = to_call(updated, device)
         return self.fix(original, updated, moved, f"{maker} makes a CPU tensor; move it with `.to(device)`")
+
+    def _beside_a_blocked_group(self, call: cst.Call) -> bool:
+        """In the scope of a model whose group stays on the CPU (DM202 reports it): this tensor
+        may meet that group, so it stays too."""
+        blocked = blocked_scopes(self.metadata, self.model_groups())
+        return bool(blocked) and any(self.metadata[ScopeProvider].get(call) is s for s in blocked)
+
+    def _joined_with_cpu_data(self, call: cst.Call) -> bool:
+        """``feats = torch.FloatTensor()`` then ``feats = torch.cat((feats, part.cpu()))``: the
+        author builds it on the CPU on purpose and moves it once, later."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, call)
+        for use in uses_of_binding(self.metadata, name) if name is not None else []:
+            node = parents.get(use)
+            while isinstance(node, (cst.Element, cst.Tuple, cst.List, cst.Arg)):
+                node = parents.get(node)
+            if isinstance(node, cst.Call) and any(
+                    n.startswith("torch.") for n in qualified_names(self.metadata, node.func)) and any(
+                    isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "cpu"
+                    for n in walk(node)):
+                return True
+        return False
+
+    def _packed_lengths(self, call: cst.Call) -> bool:
+        """``lengths = torch.LongTensor([len(ids)])`` in a file that packs sequences:
+        ``pack_padded_sequence`` wants its lengths on the CPU (maybe behind ``model(ids, lengths)``)."""
+        name = assigned_name(self.metadata, call)
+        if name is None or "len" not in name.value.lower():
+            return False
+        if self._packs is None:
+            self._packs = any(isinstance(n, cst.Call) and is_pack_padded(self.metadata, n) for n in walk(self.tree))
+        return self._packs
 
     def _feeds_unplaced(self, call: cst.Call) -> bool:
         """Is the tensor an input of an object devmod cannot place (``net = build()`` with
         ``build`` unknown, never moved)? Moving the input alone would break a call that works:
         the group stays where it is."""
         parents = self.metadata[ParentNodeProvider]
-        name = assigned_name(self.metadata, call)
-        for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
-            arg = parents.get(chain_top(self.metadata, use))
+        start = call
+        wrapper = parents.get(parents.get(call)) if isinstance(parents.get(call), cst.Arg) else None
+        if isinstance(wrapper, cst.Call) and dotted(wrapper.func) in ("Variable", "autograd.Variable",
+                                                                     "torch.autograd.Variable"):
+            start = wrapper  # ``x = Variable(torch.ones(n))``: the wrapper is the value
+        name = assigned_name(self.metadata, start)
+        for use in [start, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
+            top = chain_top(self.metadata, use)
+            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
+                top = parents.get(top)  # ``net(held + noise)``: the sum is the input
+            arg = parents.get(top)
             callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(callee, cst.Call) and isinstance(callee.func, cst.Call) \
+                    and builds_model(self.metadata, callee.func, self.facts):
+                return True  # ``Net()(x)``: a model built right there stays on the CPU
             if isinstance(callee, cst.Call) and isinstance(callee.func, cst.Name) \
-                    and self._unplaced_object(callee.func):
+                    and (self._unplaced_object(callee.func)
+                         or blocked_callee(self.metadata, self.model_groups(), callee.func)):
                 return True
         return False
 
@@ -214,6 +282,8 @@ class FactoryDevice(Rule):
         bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
         if not bindings:
             return False
+        if len(bindings) == 1 and isinstance(bindings[0].node, cst.Param):
+            return self._given_unmoved_model(bindings[0].node)
         for binding in bindings:
             target = binding.node
             assign = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(target))
@@ -231,6 +301,27 @@ class FactoryDevice(Rule):
         return not any(_moves_itself_somewhere(self.metadata, use, name.value)
                        for use in uses_of(self.metadata, name))
 
+    def _given_unmoved_model(self, param: cst.Param) -> bool:
+        """``def sample(model, n)`` called as ``sample(Tiny(), 2)``: every caller in the file
+        hands in a model built right there and never moved; the inputs stay with it."""
+        function = next((p for p in ancestors(self.metadata, param) if isinstance(p, cst.FunctionDef)), None)
+        if function is None or param not in function.params.params:
+            return False
+        index = list(function.params.params).index(param)
+        calls = [n for n in walk(self.tree) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+                 and n.func.value == function.name.value]
+        if not calls:
+            return False
+        for call in calls:
+            args = positional(call)
+            given = next((a.value for a in call.args if a.keyword and a.keyword.value == param.name.value), None)
+            if given is None and index < len(args):
+                given = args[index].value
+            if not (isinstance(given, cst.Call) and builds_model(self.metadata, given, self.facts)
+                    and not places_itself(given)):
+                return False
+        return True
+
     def _feeds_model(self, call: cst.Call) -> bool:
         """Host data is usually dataset material: move it only where it is, directly or through
         the variable it is assigned to, an argument of a model or a loss."""
@@ -246,7 +337,7 @@ class FactoryDevice(Rule):
             callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
             if isinstance(callee, cst.Call) and (is_model_callee(callee.func, self._model_names)
                                                  or is_loss_callee(callee.func)):
-                return True
+                return not blocked_callee(self.metadata, self.model_groups(), callee.func)
         return False
 
     def _fold_to(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -265,6 +356,22 @@ class FactoryDevice(Rule):
                         "create the tensor on the device instead of copying it there")
 
     VALID = [
+        # A module without parameters (a loss): ``next(self.parameters())`` would raise
+        # StopIteration, and its caller moves the result to the input's device anyway.
+        Valid('''import torch
+from torch import nn
+
+class Smooth(nn.Module):
+    def __init__(self, width=3):
+        super().__init__()
+        self.width = width
+
+    def kernel(self):
+        return torch.ones(self.width) / self.width
+
+    def forward(self, x):
+        return x * self.kernel().to(x.device).sum()
+'''),
         # Library code: a helper for __init__ (model.to() moves the buffer), a helper no driver code
         # calls, and the input of an object devmod cannot place (``build`` is not known to make a model).
         Valid('''import torch
@@ -386,7 +493,7 @@ def batch():
 if __name__ == "__main__":
     model = nn.Linear(3, 2).cuda()
     x = torch.FloatTensor([[1.0, 2.0, 3.0]]).to(device)
-    y = torch.cat((x, x)).type(torch.FloatTensor).to(device)
+    y = torch.cat((x, x)).to(device, torch.float32)
     print(model(x), model(y), model(batch().to(device)))
 '''),
         # Inside forward the module's global device gives way to the input's; a helper that
@@ -446,7 +553,7 @@ b = T([1.0, 2.0])
 
 if __name__ == "__main__":
     h = zeros(2, 3)
-    print(w @ h)
+    print(torch.nn.functional.mse_loss(w @ h, w @ h))
 ''', '''import torch
 from torch import randn, zeros, tensor as T
 
@@ -457,7 +564,7 @@ b = T([1.0, 2.0], device=device)
 
 if __name__ == "__main__":
     h = zeros(2, 3, device=device)
-    print(w @ h)
+    print(torch.nn.functional.mse_loss(w @ h, w @ h))
 '''),
         # forward() builds positions and a mask: they follow the input.
         Invalid('''import torch

@@ -80,6 +80,11 @@ class LayerInForward(Rule):
         cached by a decorator: placed on the input's device by the author, and kept; the report
         (CPU weights, rebuilt on every call) would be false."""
         parents = self.metadata[ParentNodeProvider]
+        function = next((p for p in ancestors(self.metadata, call) if isinstance(p, cst.FunctionDef)), None)
+        if function is not None and function.decorators and function.name.value != "forward" and any(
+                isinstance(r, cst.Return) and isinstance(r.value, cst.Call) and isinstance(r.value.func, cst.Attribute)
+                and r.value.func.attr.value in ("to", "cuda") for r in walk(function.body)):
+            return True  # a cached builder that assembles its layers in steps and returns them placed
         attribute, outer = parents.get(call), None
         if isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in ("to", "cuda"):
             outer = parents.get(attribute)
@@ -171,6 +176,10 @@ class LayerInForward(Rule):
         return False
 
     VALID = [
+        # a builder cached by a decorator, assembled in steps and returned placed on the input's device
+        Valid("import torch.nn as nn\n\nclass Head(nn.Module):\n    @cache_once\n    def proj(self, x):\n"
+              "        layer = nn.Linear(x.shape[-1], 4)\n        layer = nn.Sequential(nn.LayerNorm(x.shape[-1]), layer)\n"
+              "        return layer.to(x)\n\n    def forward(self, x):\n        return self.proj(x)(x)\n"),
         # A projection built once per width, on the input's device, and kept.
         Valid('''import torch.nn as nn
 

@@ -243,6 +243,8 @@ class LegacyCuda(Rule):
             value = single_assigned_value(self.metadata, value) or value  # ``labels = np.array(...)``
         if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) or self._numpy_array(value):
             return "data", args
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("tuple", "list"):
+            return "data", args  # a sequence is always data (sizes are integers or a torch.Size)
         return None
 
     def _is_size(self, value: cst.BaseExpression) -> bool:
@@ -520,6 +522,8 @@ class LegacyCuda(Rule):
     def _droppable(self, old: cst.BaseStatement, new: cst.BaseStatement
                    ) -> tuple[str, cst.SimpleStatementLine | None] | None:
         """Why ``old`` can go now (and what replaces it, None: nothing), or None to keep it."""
+        if self.state.role.imported and any(old is stmt for stmt in self.tree.body):
+            return None  # another file may take the name from here (``from model import *``)
         if isinstance(old, cst.If):
             return ("legacy tensor type alias no longer used", None) if self._alias_only_if(old) else None
         if not (isinstance(old, cst.SimpleStatementLine) and len(old.body) == 1) or _trailing_comment(old):

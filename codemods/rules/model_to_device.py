@@ -18,6 +18,11 @@ built, before an optimizer is made from its parameters, is the expert fix.
   reported, not rewritten.
 - Loss modules built with a ``weight=`` / ``pos_weight=`` tensor move too: those
   tensors are buffers. Losses without one are left alone.
+- The model's group moves with it (``analysis/groups.py``): held-out data fed to the model
+  or combined with its output (a slice of a dataset's storage, a ``.type(torch.FloatTensor)``
+  cast, ``torch.from_numpy``) gets ``.to(device)`` where it is made. When such a value is
+  also needed on the CPU (plotted, passed to NumPy code), nothing in the group moves and
+  the model is reported, with the line of each use that holds it back.
 - Nothing is added where the model is already moved anywhere (``model.to(...)``,
   ``.cuda()``, ``accelerator.prepare(model)``, ``.to`` on the constructor), placed
   by its constructor (``device=``, ``device_map=``, 8/4-bit loading), inside
@@ -50,9 +55,53 @@ class ModelToDevice(Rule):
     def visit_Module(self, node: cst.Module) -> bool:
         visit = super().visit_Module(node)
         self._model_names = model_variables(self.metadata, node, self.facts)
+        self._groups = self.model_groups()
+        self._inline_moves: dict[cst.CSTNode, str] = {}
+        self._unpack_moves: dict[cst.Assign, tuple[list[str], str]] = {}
+        self._held_out = self._held_out_moves()
         return visit
 
+    def _held_out_moves(self) -> dict[cst.Assign, tuple[str, str]]:
+        """Held-out data bound before its model: ``statement -> (value name, model name)`` for
+        each group that moves (decided here, since the statement may come first)."""
+        moves: dict[cst.Assign, tuple[str, str]] = {}
+        for statement, group in self._groups.items():
+            if group.blocked or not group.held_out or not self._would_move(statement):
+                continue
+            for held in group.held_out:
+                if held.unpacked:
+                    names = self._unpack_moves.setdefault(held.statement, ([], group.model))[0]
+                    if held.name not in names:
+                        names.append(held.name)
+                else:
+                    moves.setdefault(held.statement, (held.name, group.model))
+            for expr in group.inline:
+                self._inline_moves.setdefault(expr, group.model)
+        return moves
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+        updated = super().on_leave(original_node, updated_node)
+        if original_node in self._inline_moves and isinstance(updated, cst.BaseExpression):
+            device = self.device_for(original_node)
+            if device is not None:
+                return self.fix(original_node, updated, to_call(_parenthesized(updated), device),
+                                f"data from a dataset meets model `{self._inline_moves[original_node]}`, "
+                                "which moves: `.to(device)` where it is used")
+        return updated
+
+    def _would_move(self, statement: cst.Assign) -> bool:
+        """What ``_place`` decides for this model, without reporting anything."""
+        name = statement.targets[0].target.value  # type: ignore[attr-defined]
+        findings = len(self.state.findings)
+        try:
+            return self._in_training_code(statement) and self._needs_move(statement, statement.value, name) \
+                and self.device_for(statement) is not None
+        finally:
+            del self.state.findings[findings:]
+
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if original_node in self._held_out:
+            return self._move_held_out(original_node, updated_node)
         if len(original_node.targets) == 1 and isinstance(original_node.targets[0].target,
                                                           (cst.Attribute, cst.Subscript)):
             return self._place_part(original_node, updated_node)
@@ -73,6 +122,11 @@ class ModelToDevice(Rule):
             return updated
         if not self._needs_move(original, value, name):
             return updated
+        group = self._groups.get(original)
+        if group is not None and group.blocked:
+            self.report(original, f"model `{name}` and its data stay on the CPU: {group.why()}; "
+                                  "move them together by hand")
+            return updated
         device = self.device_for(original)
         if device is None:
             return updated
@@ -81,6 +135,36 @@ class ModelToDevice(Rule):
                    if loss_weight_argument(self.metadata, value) is not None
                    else f"model `{name}` is never moved: `.to(device)` where it is built")
         return self.fix(original, updated, updated.with_changes(value=moved), message)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine):
+        """``x, y = make_batch()`` fed to a model that moves: a line after it moves them."""
+        statement = original_node.body[0] if len(original_node.body) == 1 else None
+        if statement not in self._unpack_moves:
+            return updated_node
+        device = self.device_for(statement)
+        if device is None:
+            return updated_node
+        names, model = self._unpack_moves[statement]  # type: ignore[index]
+        targets = cst.Tuple([cst.Element(cst.Name(n)) for n in names], lpar=[], rpar=[]) if len(names) > 1 \
+            else cst.Name(names[0])
+        values = cst.Tuple([cst.Element(to_call(cst.Name(n), device)) for n in names], lpar=[], rpar=[]) \
+            if len(names) > 1 else to_call(cst.Name(names[0]), device)
+        move = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(targets)], values)])
+        listed = ", ".join(f"`{n}`" for n in names)
+        return self.fix(statement, updated_node, cst.FlattenSentinel([updated_node, move]),
+                        f"{listed} meet model `{model}`, which moves: `.to(device)` right after they are made")
+
+    def _move_held_out(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        """``test_x = test_data.data[:100].float() / 255`` fed to a model that moves: it moves too."""
+        device = self.device_for(original)
+        if device is None:
+            return updated
+        value, model = self._held_out[original]
+        moved = to_call(_parenthesized(updated.value), device)
+        return self.fix(original, updated, updated.with_changes(value=moved),
+                        f"`{value}` is fed to (or compared with) model `{model}`, which moves: "
+                        "`.to(device)` where it is made")
 
     def _place_each(self, original, updated, name: str):
         """``nets = [Net(4), Net(16)]``: every model of the list moves, as one would alone."""
@@ -341,12 +425,46 @@ class ModelToDevice(Rule):
             'if __name__ == "__main__":\n    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).to(device)\n'
             "    if torch.cuda.device_count() > 1:\n        net = nn.DataParallel(net)\n",
         ),
+        # held-out data taken from the dataset moves with the model, bound or inline
+        Invalid(
+            "import torch\nimport torch.nn as nn\nfrom torch.utils.data import TensorDataset\n"
+            "data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))\nheld = data.tensors[0][8:16] / 2\n"
+            "net = nn.Linear(3, 1)\nprint(net(held) - data.tensors[1][8:16])\n",
+            "import torch\nimport torch.nn as nn\nfrom torch.utils.data import TensorDataset\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))\nheld = (data.tensors[0][8:16] / 2).to(device)\n"
+            "net = nn.Linear(3, 1).to(device)\nprint(net(held) - data.tensors[1][8:16].to(device))\n",
+        ),
+        # host tensors unpacked from a tuple move on the line after, with the model
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nrows = [([1, 2], 0), ([2, 1], 1)]\n\n"
+            'if __name__ == "__main__":\n    net = nn.Sequential(nn.Embedding(3, 2), nn.Flatten(), nn.Linear(4, 2))\n'
+            "    ids, labels = map(torch.LongTensor, zip(*rows))\n    print(net(ids).argmax(1) == labels)\n",
+            "import torch\nimport torch.nn as nn\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\nrows = [([1, 2], 0), ([2, 1], 1)]\n\n'
+            'if __name__ == "__main__":\n    net = nn.Sequential(nn.Embedding(3, 2), nn.Flatten(), nn.Linear(4, 2)).to(device)\n'
+            "    ids, labels = map(torch.LongTensor, zip(*rows))\n    ids, labels = ids.to(device), labels.to(device)\n"
+            "    print(net(ids).argmax(1) == labels)\n",
+        ),
+        # ... but held-out data that is also plotted keeps the whole group on the CPU: report only
+        Invalid(
+            "import matplotlib.pyplot as plt\nimport torch\nimport torch.nn as nn\nfrom torch.utils.data import TensorDataset\n"
+            "data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))\nheld = data.tensors[0][:8]\n"
+            "net = nn.Linear(3, 1)\nprint(net(held))\nplt.plot(held[:, 0])\n",
+        ),
         # DistributedDataParallel: the rank's device is not the shared one; report only
         Invalid(
             "import torch\nimport torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
             "def worker(rank):\n    model = nn.Linear(4, 2)\n    model = DDP(model, device_ids=[rank])\n",
         ),
     ]
+
+
+def _parenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``x / 255.`` -> ``(x / 255.)``, so that ``.to(device)`` applies to the whole value."""
+    if value.lpar or isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)):
+        return value
+    return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def _chosen_gpus(wrapper: cst.BaseExpression) -> bool:

@@ -118,9 +118,11 @@ class SharedDevice(Rule):
     def _uses(self, name: str) -> tuple[list[cst.CSTNode], list[cst.CSTNode]]:
         """Loads of ``name`` that resolve to module level: run at import / run when called."""
         immediate, deferred = [], []
-        scopes = {s for s in self.metadata[ScopeProvider].values() if s is not None}
+        # In the order the scopes appear (a set would follow memory addresses: output must not).
+        scopes = dict.fromkeys(s for s in self.metadata[ScopeProvider].values() if s is not None)
         for scope in scopes:
-            for access in scope.accesses[name]:
+            # Source order: libcst keeps accesses in a set, whose order follows memory addresses.
+            for access in sorted(scope.accesses[name], key=lambda a: self.position(a.node)):
                 if not isinstance(access.node, cst.Name):
                     continue
                 if not all(isinstance(a.scope, GlobalScope) for a in scope[name]):

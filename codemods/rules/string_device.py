@@ -59,7 +59,8 @@ class StringDevice(Rule):
 
     # -- planning: which variables hold a device, and how they are used --------------------
     def _plan(self, module: cst.Module) -> None:
-        scopes = {s for s in self.metadata[ScopeProvider].values() if s is not None}
+        # In the order the scopes appear (a set would follow memory addresses: output must not).
+        scopes = dict.fromkeys(s for s in self.metadata[ScopeProvider].values() if s is not None)
         for scope in scopes:
             for assignment in scope.assignments:
                 node = getattr(assignment, "node", None)
@@ -73,7 +74,8 @@ class StringDevice(Rule):
                     continue
                 if isinstance(assign.value, cst.SimpleString) and self._overridable(module, name):
                     continue
-                accesses = [a.node for a in assignment.references if isinstance(a.node, cst.Name)]
+                accesses = sorted((a.node for a in assignment.references if isinstance(a.node, cst.Name)),
+                                  key=self.position)  # source order, not the set's
                 blockers = [a for a in accesses if self._string_only_use(a)]
                 if new_value is not None and blockers:
                     self.report(blockers[0], f"`{name}` is used as a string here; convert it to a "

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .virtual_devices import CPU, tensors_in
+from .virtual_devices import CPU, collect_tensors, tensors_in, uniform_device
 
 WRAPPER_MISMATCH = ("Expected all tensors to be on the same device, but got {name} is on {device}, different from "
                     "other tensors on {common} (when checking argument in method {method})")
@@ -33,16 +33,16 @@ Named = Sequence[tuple[str, Any]]
 def check_wrapper(mode: Any, func: Callable, method: str, named: Named) -> str:
     """The generated CUDA wrapper's check: every defined tensor argument on the first one's device."""
     __tracebackhide__ = True
+    known = mode.table._devices  # the table's lookup, inlined (cat of a batch checks every sample)
     common = None
     for name, tensor in named:
-        if not isinstance(tensor, torch.Tensor):
+        if not isinstance(tensor, _T):
             continue
-        device = mode.table.of(tensor)
+        entry = known.get(id(tensor))
+        device = entry[1] if entry is not None and entry[0]() is tensor else CPU
         if common is None:
             common = device
         elif device != common:
-            if common == CPU and device == CPU:
-                continue
             message = WRAPPER_MISMATCH.format(name=name, device=device, common=common,
                                               method=f"wrapper_CUDA_{method}")
             tensors = [t for _, t in named if isinstance(t, torch.Tensor)]
@@ -55,7 +55,15 @@ def _run(mode: Any, func: Callable, args: tuple, kwargs: dict, method: str | Non
     parameter statistics). ``method=None``: ATen takes another route; the generic check decides."""
     __tracebackhide__ = True
     if method is not None:
-        check_wrapper(mode, func, method, named)
+        common = check_wrapper(mode, func, method, named)
+        if kwargs.get("out") is None:
+            # Every tensor argument passed the wrapper's check (stricter than TensorIterator's, which
+            # generic would repeat): run it straight away, unless some tensor was not among ``named``.
+            inputs = collect_tensors(args, [])
+            if kwargs:
+                collect_tensors(kwargs, inputs)
+            if len(inputs) == sum(1 for _, tensor in named if isinstance(tensor, _T)):
+                return mode.finish(func, args, kwargs, common, inputs)
     return mode.generic(func, args, kwargs)
 
 
@@ -66,7 +74,14 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
 # -- the handlers ------------------------------------------------------------------------------
 def _cat(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     """cat, and stack / hstack / vstack, which reach ATen's ``cat``."""
+    __tracebackhide__ = True
     tensors = _arg(args, kwargs, 0, "tensors")
+    if isinstance(tensors, (list, tuple)) and kwargs.get("out") is None:
+        # The collate function stacks every batch: one pass over the tensors, no names unless one differs.
+        found = collect_tensors(tensors, [])
+        common = uniform_device(mode.table._devices, found) if found else CPU
+        if common is not None:  # all on one device: nothing to name
+            return mode.finish(func, args, kwargs, common, found)
     return _run(mode, func, args, kwargs, "cat", [("tensors", t) for t in tensors_in(tensors)])
 
 
@@ -220,17 +235,47 @@ def group_tensors_check(mode: Any, tensorlistlist: Sequence[Sequence[Any]]) -> N
     of every list share the first list's device, except CPU float tensors (``step`` counters)."""
     if not tensorlistlist:
         return
-    first = tensorlistlist[0]
+    known = mode.table._devices
+    if _lists_agree(known, tensorlistlist):
+        return
+    first = [_device_in(known, lead) for lead in tensorlistlist[0]]
     for other in tensorlistlist[1:]:
-        for lead, tensor in zip(first, other):
-            if not isinstance(tensor, torch.Tensor) or not isinstance(lead, torch.Tensor):
+        for lead, own, tensor in zip(tensorlistlist[0], first, other):
+            if own is None or not isinstance(tensor, _T):
                 continue
-            own, theirs = mode.table.of(lead), mode.table.of(tensor)
+            theirs = _device_in(known, tensor)
             # ATen lets any CPU float32/64 tensor through here (it takes them for `step` counters);
             # such state then fails in the foreach op itself.
             if own != theirs and not (theirs == CPU and tensor.dtype in (torch.float32, torch.float64)):
                 raise mode.mismatch(torch._C._group_tensors_by_device_and_dtype, [lead, tensor], SAME_INDEX,
                                     (own, theirs))
+
+
+def _lists_agree(known: dict, tensorlistlist: Sequence[Sequence[Any]]) -> bool:
+    """The usual case of :func:`group_tensors_check`, list by list: every list on the first list's
+    device, or CPU float tensors only (``step`` counters)."""
+    lead = uniform_device(known, [t for t in tensorlistlist[0] if isinstance(t, _T)])
+    if lead is None:
+        return False
+    for tensors in tensorlistlist[1:]:
+        present = [t for t in tensors if isinstance(t, _T)]
+        if not present:
+            continue
+        device = uniform_device(known, present)
+        if device != lead and not (device == CPU and all(t.dtype in _STEP_DTYPES for t in present)):
+            return False
+    return True
+
+
+_STEP_DTYPES = frozenset({torch.float32, torch.float64})
+
+
+def _device_in(known: dict, tensor: Any) -> str | None:
+    """The table's lookup for a tensor (None for anything else), inlined from ``DeviceTable.of``."""
+    if not isinstance(tensor, _T):
+        return None
+    entry = known.get(id(tensor))
+    return entry[1] if entry is not None and entry[0]() is tensor else CPU
 
 
 def _functions(names: Sequence[str], *owners: Any) -> list[Callable]:

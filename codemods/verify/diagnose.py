@@ -40,6 +40,9 @@ DEVICE_ERROR_PATTERNS = (
     "device type for generator but found",  # a CPU generator for a CUDA factory (or the reverse)
     "Tensors of the same index must be on the same device",  # optimizers' foreach grouping
     "to have the same device as tensor for argument",  # checkSameGPU (cuDNN, some CUDA kernels)
+    "to be on GPU (while checking arguments for",  # checkSameGPU: "Tensor for argument #2 'mat1' is on CPU, ..."
+    "attempting to assign a gradient with device type",  # p.grad = g with g on another device
+    "attempting to assign a gradient located on device with index",
 )
 # Fallback names; the rule registry is asked first so hints follow the catalogue.
 RULE_NAMES = {
@@ -83,6 +86,10 @@ def rule_name(code: str) -> str:
     except Exception:  # noqa: BLE001 - the registry is optional here (libcst missing, a rule bug)
         pass
     return RULE_NAMES.get(code, "")
+
+
+# checkSameGPU names two GPU ordinals: "...; but device 0 does not equal 1 (while checking arguments for ...)"
+_SAME_GPU = re.compile(r"but device (\d+) does not equal (\d+)")
 
 
 def is_device_error(exc: BaseException) -> bool:
@@ -154,15 +161,21 @@ def diagnose(exc: BaseException, device_of: Callable[[Any], str]) -> Diagnosis:
     if "invalid gradient at index" in message:
         return Diagnosis("", "the gradient given to `backward()` must be on the output's device: "
                              "make it with `torch.ones_like(y)` or `device=y.device`")
+    if "attempting to assign a gradient" in message:
+        return Diagnosis("", "a gradient assigned to `.grad` must be on its tensor's device: "
+                             "`p.grad = g.to(p.device)`")
     if "device type for generator" in message:
         return Diagnosis("", "a `torch.Generator` must be on the device of the tensors it fills: "
                              "`torch.Generator(device=device)`")
     if "Tensors of the same index" in message:
         return Diagnosis("DM403", "the optimizer state is on another device than the parameters: move the "
                                   "model before building the optimizer and loading its state")
-    gpus = sorted({d for d in devices_in(message) if d.startswith("cuda")})
+    gpus = {d for d in devices_in(message) if d.startswith("cuda")}
+    same_gpu = _SAME_GPU.search(message)
+    if same_gpu:
+        gpus |= {f"cuda:{same_gpu.group(1)}", f"cuda:{same_gpu.group(2)}"}
     if len(gpus) > 1:
-        return Diagnosis("", f"the tensors are on two different GPUs ({' and '.join(gpus)}): put them on one "
+        return Diagnosis("", f"the tensors are on two different GPUs ({' and '.join(sorted(gpus))}): put them on one "
                              "device, e.g. `.to(x.device)`")
     if "and mask to be on the same device" in message:
         return Diagnosis("DM201", "the mask is on another device than the tensor it fills: create it with "
@@ -206,10 +219,16 @@ def _mismatch(exc: BaseException, frame: FrameType | None, device_of: Callable[[
     batch = [t for t in call_args if device_of(t) == "cpu" and getattr(t, "dim", lambda: 1)() > 0]
     if batch and caller is not None:
         return _by_origin(_origin(caller, batch), default="DM203")
-    if modules:
-        return Diagnosis("DM201", "a tensor created inside `forward` (or a helper) has no `device=`: "
-                                  "use `device=x.device`")
     origin = _origin(frame, cpu_side) if frame is not None and cpu_side else ""
+    if modules:
+        if origin == "factory" or not cpu_side:
+            return Diagnosis("DM201", "a tensor created inside `forward` (or a helper) has no `device=`: "
+                                      "use `device=x.device`")
+        # Only what the run shows: which tensor is on the CPU, not a guess at how it got there.
+        others = sorted({d for _, d in operands if d != "cpu"})
+        return Diagnosis("", f"inside the model a CPU tensor meets tensors on {' and '.join(others)}: its "
+                             "inputs, buffers and the tensors it makes must share one device "
+                             "(`.to(x.device)` / `device=x.device`)")
     return _by_origin(origin, default="DM201")
 
 

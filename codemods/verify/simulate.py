@@ -13,6 +13,7 @@ See docs/verify.md for what it covers and what it cannot model.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -20,11 +21,19 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _device
 
-from .virtual_devices import CPU, CUDA, DeviceTable, collect_tensors, gpu_count_from_environment, normalize, set_gpu_count, tensors_in
+from .virtual_devices import (CPU, CUDA, DeviceTable, collect_tensors, gpu_count_from_environment, normalize,
+                              set_gpu_count, tensors_in)
 
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, {0} and {1}!"
 GENERATOR_MISMATCH = "Expected a '{0}' device type for generator but found '{1}'"
+GRAD_DEVICE_TYPE = ("attempting to assign a gradient with device type '{0}' to a tensor with device type '{1}'. "
+                    "Please ensure that the gradient and the tensor are on the same device")
+GRAD_DEVICE_INDEX = ("attempting to assign a gradient located on device with index '{0}' to a tensor located on "
+                     "device with index '{1}'. Please ensure that the gradient and the tensor are on the same device")
 _Parameter = torch.nn.Parameter
+_Tensor = torch.Tensor
+_ref = weakref.ref
+_PLAIN_TENSOR = frozenset({_Tensor})
 _DEVICE_OBJECTS: dict[str, torch.device] = {}
 
 
@@ -106,27 +115,52 @@ class SimulatedCuda(TorchFunctionMode):
     # -- the dispatcher ------------------------------------------------------------------
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         __tracebackhide__ = True  # pytest shows the user's line, not this one
-        if kwargs is None:
-            kwargs = {}
         self.stats.ops += 1
-        handler = HANDLERS.get(func)
-        if handler is not None:
-            return handler(self, func, args, kwargs)
-        name = getattr(func, "__name__", None)
-        if name == "__get__":
-            return self._get(func, args)
-        if name == "__set__":
-            return self._set(func, args)
-        if not kwargs and func not in constructors():
-            # The most common calls: no keyword arguments, tensors straight in args.
-            inputs = collect_tensors(args, [])
-            if not inputs:
-                return func(*args)  # torch.is_grad_enabled(), torch._C._set_grad_enabled(False) ...
-            common = self.check(func, inputs, args[0] if in_place(func) else None)
+        route = _ROUTES.get(func)
+        if route is None:
+            route = _route(func)
+        if route is not _OP and route is not _OP_IN_PLACE:
+            return route(self, func, args, kwargs or {})
+        if kwargs:
+            return self.generic(func, args, kwargs)
+        # The most common calls: an ordinary op, no keyword arguments, tensors straight in args
+        # (a flat scan; only a list or tuple of tensors, as in cat or the foreach ops, goes deeper).
+        inputs = []
+        for arg in args:
+            if isinstance(arg, _Tensor):
+                inputs.append(arg)
+            elif isinstance(arg, (list, tuple, dict)):
+                collect_tensors(arg, inputs)
+        if not inputs:
+            return func(*args)  # torch.is_grad_enabled(), torch._C._set_grad_enabled(False) ...
+        if len(inputs) == 1:
+            # One tensor: nothing to disagree with, and no parameter statistics (they need two).
+            tensor = inputs[0]
+            known = self.table._devices
+            entry = known.get(id(tensor))
+            device = entry[1] if entry is not None and entry[0]() is tensor else CPU
             result = func(*args)
-            self.mark_result(result, common, inputs)
+            if isinstance(result, _Tensor):
+                if result is not tensor:
+                    if device is not CPU:  # DeviceTable.set, inlined
+                        known[id(result)] = (_ref(result), device)
+                        if len(known) > self.table.sweep_at:
+                            self.table.sweep()
+                    elif id(result) in known:
+                        del known[id(result)]
+            elif isinstance(result, (tuple, list)):
+                self.mark_result(result, device, inputs)
             return result
-        return self.generic(func, args, kwargs)
+        if route is _OP_IN_PLACE:
+            common = self.check(func, inputs, args[0])
+            result = func(*args)
+            if result is not args[0]:  # add_, x += y, _foreach_add_(list, ...) return what they wrote
+                self.mark_result(result, common, inputs)
+            return result
+        common = self.check(func, inputs)
+        result = func(*args)
+        self.mark_result(result, common, inputs)
+        return result
 
     def generic(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """An ordinary op: inputs must agree (TensorIterator's rule, see :meth:`check`); the result
@@ -139,7 +173,7 @@ class SimulatedCuda(TorchFunctionMode):
             outputs = kwargs.get("out")
         else:
             device = None
-        constructor = func in constructors()
+        constructor = func in (_CONSTRUCTORS or constructors())
         if device is not None:
             target = normalize(device)
             if target != CPU:
@@ -165,6 +199,27 @@ class SimulatedCuda(TorchFunctionMode):
         self.mark_result(result, target or common, inputs)
         return result
 
+    def finish(self, func: Callable, args: tuple, kwargs: dict, common: str, inputs: list[torch.Tensor]) -> Any:
+        """Run an op whose tensors (``inputs``: every tensor in its arguments, no ``out=``) were all
+        found on ``common`` by a check at least as strict as TensorIterator's: the parameter
+        statistics and the result's device, as :meth:`generic` would do them."""
+        self.note_parameters(func, inputs, common)
+        result = func(*args, **kwargs)
+        self.mark_result(result, common, inputs)
+        return result
+
+    def note_parameters(self, func: Callable, inputs: list[torch.Tensor], device: str) -> None:
+        """``stats.param_devices``: parameters working with other tensors, all on ``device``."""
+        if len(inputs) > 1 and not _PLAIN_TENSOR.issuperset(map(type, inputs)):
+            for tensor in inputs:
+                # Parameter's metaclass makes isinstance a Python call: only for other subclasses.
+                cls = type(tensor)
+                if cls is _Parameter or (cls is not _Tensor and isinstance(tensor, _Parameter)):
+                    if not in_place(func):
+                        # In-place ops on parameters are initialisation and optimizer steps, not the model at work.
+                        self.stats.param_devices.add(device)
+                    return
+
     def check_generator(self, func: Callable, generator: Any, device: str) -> None:
         """ATen's ``check_generator``: a CUDA kernel needs a CUDA generator and a CPU one a CPU one."""
         __tracebackhide__ = True
@@ -188,16 +243,29 @@ class SimulatedCuda(TorchFunctionMode):
     def mark_result(self, result: Any, device: str, inputs: list[torch.Tensor]) -> None:
         """Give new result tensors ``device``; a returned input (in-place ops, no-op views)
         keeps its own."""
-        if isinstance(result, torch.Tensor):
+        if isinstance(result, _Tensor):
+            if device == CPU and id(result) not in self.table._devices:
+                return  # CPU is the table's default: nothing to record
             for tensor in inputs:
                 if tensor is result:
                     return
             self.table.set(result, device)
         elif isinstance(result, (tuple, list)):
+            # DeviceTable.set, inlined: _foreach_* ops return a list per call.
             seen = {id(t) for t in inputs}
+            table = self.table
+            known = table._devices
+            gpu = device != CPU
             for tensor in collect_tensors(result, []):
-                if id(tensor) not in seen:
-                    self.table.set(tensor, device)
+                key = id(tensor)
+                if key in seen:
+                    continue
+                if gpu:
+                    known[key] = (_ref(tensor), device)
+                elif key in known:
+                    del known[key]
+            if len(known) > table.sweep_at:
+                table.sweep()
 
     def check(self, func: Callable, inputs: list[torch.Tensor], outputs: Any = None) -> str:
         """The device ``func`` runs on; raises PyTorch's error when its inputs disagree.
@@ -206,7 +274,33 @@ class SimulatedCuda(TorchFunctionMode):
         must be on it, except a 0-dim CPU tensor used as an INPUT (a CPU scalar). An output
         (``outputs``: the tensor an in-place op writes, ``out=``) never gets that exemption."""
         __tracebackhide__ = True
+        # The usual case first, in one pass: every tensor on one device. Anything else (a second
+        # device, a CPU scalar) takes the full rule below.
         known = self.table._devices  # the table's lookup, inlined: this runs for nearly every call
+        first = None
+        params = False
+        for tensor in inputs:
+            entry = known.get(id(tensor))
+            device = entry[1] if entry is not None and entry[0]() is tensor else CPU
+            if first is None:
+                first = device
+            elif device != first:
+                break
+            cls = type(tensor)
+            if cls is not _Tensor and (cls is _Parameter or isinstance(tensor, _Parameter)):
+                params = True
+        else:
+            if first is None:
+                return CPU
+            if params and len(inputs) > 1 and not in_place(func):
+                # In-place ops on parameters are initialisation and optimizer steps, not the model at work.
+                self.stats.param_devices.add(first)
+            return first
+        return self._check_mixed(func, inputs, outputs)
+
+    def _check_mixed(self, func: Callable, inputs: list[torch.Tensor], outputs: Any) -> str:
+        __tracebackhide__ = True
+        known = self.table._devices
         devices = []
         common = CPU
         for tensor in inputs:
@@ -228,7 +322,7 @@ class SimulatedCuda(TorchFunctionMode):
             param_devices = None
             for tensor, device in zip(inputs, devices):
                 cls = type(tensor)
-                if cls is not torch.Tensor and (cls is _Parameter or isinstance(tensor, _Parameter)):
+                if cls is not _Tensor and (cls is _Parameter or isinstance(tensor, _Parameter)):
                     param_devices = param_devices or set()
                     param_devices.add(device)
             if param_devices and not in_place(func):
@@ -247,33 +341,6 @@ class SimulatedCuda(TorchFunctionMode):
         error.devmod_mismatch = Mismatch(op_name(func), pair, operands)  # type: ignore[attr-defined]
         self.stats.device_errors += 1
         return error
-
-    # -- tensor attributes ------------------------------------------------------------------
-    def _get(self, func: Callable, args: tuple) -> Any:
-        owner = args[0]
-        attribute = getattr(getattr(func, "__self__", None), "__name__", "")  # Python properties have none
-        if attribute in _PLAIN_ATTRIBUTES:
-            return func(*args)
-        if attribute == "device":
-            device = self.table.of(owner)
-            return func(*args) if device == CPU else _device_object(device)
-        if attribute == "is_cuda":
-            return self.table.of(owner) != CPU
-        if attribute == "is_cpu":
-            return self.table.of(owner) == CPU and func(*args)
-        value = func(*args)
-        # .grad (made by autograd outside the mode), .data, .T, .mT, .real ...: tensors the mode
-        # never saw, on their owner's device.
-        if isinstance(value, torch.Tensor) and not self.table.knows(value):
-            self.table.set(value, self.table.of(owner))
-        return value
-
-    def _set(self, func: Callable, args: tuple) -> Any:
-        result = func(*args)
-        if getattr(getattr(func, "__self__", None), "__name__", "") == "data" and isinstance(args[1], torch.Tensor):
-            self.table.set(args[0], self.table.of(args[1]))  # Module.to moves parameters with `p.data = ...`
-        return result
-
 
 @contextlib.contextmanager
 def simulated_cuda(gpus: int | None = None) -> Iterator[SimulatedCuda]:
@@ -317,5 +384,107 @@ def constructors() -> frozenset:
         _CONSTRUCTORS = frozenset(_device._device_constructors())
     return _CONSTRUCTORS
 
+
+# -- routes: which branch of the dispatcher a torch function takes ------------------------------
+# It depends on the function alone, so it is worked out once per function and kept in a dict keyed
+# by it (a property's ``__get__`` wrapper is a new object per access, but equal per attribute).
+_ROUTES: dict[Any, Callable] = {}
+
+
+def _OP(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """An ordinary op (TensorIterator's rule); inlined in the dispatcher, this is its marker."""
+    return mode.generic(func, args, kwargs)
+
+
+def _OP_IN_PLACE(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """An ordinary op that writes into its first argument; inlined in the dispatcher too."""
+    return mode.generic(func, args, kwargs)
+
+
+def _route(func: Callable) -> Callable:
+    name = getattr(func, "__name__", None)
+    route = HANDLERS.get(func)
+    if route is None and name in ("__get__", "__set__"):
+        attribute = getattr(getattr(func, "__self__", None), "__name__", "")  # Python properties have none
+        if name == "__get__":
+            route = _GETTERS.get(attribute, _get_tensor)
+        else:
+            route = _SETTERS.get(attribute, _set_plain)
+    if route is None:
+        if func in constructors():
+            route = SimulatedCuda.generic
+        else:
+            route = _OP_IN_PLACE if in_place(func) else _OP
+    try:
+        _ROUTES[func] = route
+    except TypeError:  # an unhashable callable: decided again next time
+        pass
+    return route
+
+
+# -- tensor attributes ------------------------------------------------------------------------
+def _get_plain(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    return func(*args)
+
+
+def _get_device(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    device = mode.table.of(args[0])
+    return func(*args) if device == CPU else _device_object(device)
+
+
+def _get_is_cuda(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    return mode.table.of(args[0]) != CPU
+
+
+def _get_is_cpu(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    return mode.table.of(args[0]) == CPU and func(*args)
+
+
+def _get_tensor(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """.grad (made by autograd outside the mode), .data, .T, .mT, .real ...: tensors the mode
+    never saw, on their owner's device."""
+    value = func(*args)
+    if isinstance(value, _Tensor):
+        known = mode.table._devices
+        entry = known.get(id(value))
+        if entry is None or entry[0]() is not value:  # not known yet
+            owner = args[0]
+            entry = known.get(id(owner))
+            if entry is not None and entry[0]() is owner:  # the owner is on a GPU
+                mode.table.set(value, entry[1])
+    return value
+
+
+def _set_plain(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    return func(*args)
+
+
+def _set_grad(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """``p.grad = g``: the gradient must be on its tensor's device (``THPVariable_set_grad``, which
+    checks the dtype first: with another dtype the real setter decides, and the device is not checked)."""
+    __tracebackhide__ = True
+    owner, grad = args[0], args[1]
+    if isinstance(grad, _Tensor) and grad is not owner and grad.dtype == owner.dtype:
+        own, theirs = mode.table.of(owner), mode.table.of(grad)
+        if own != theirs:
+            own_type, their_type = own.partition(":")[0], theirs.partition(":")[0]
+            if own_type != their_type:
+                message = GRAD_DEVICE_TYPE.format(their_type, own_type)
+            else:
+                message = GRAD_DEVICE_INDEX.format(theirs.partition(":")[2], own.partition(":")[2])
+            raise mode.mismatch(func, [owner, grad], message, (own, theirs))
+    return func(*args)
+
+
+def _set_data(mode: SimulatedCuda, func: Callable, args: tuple, kwargs: dict) -> Any:
+    result = func(*args)
+    if isinstance(args[1], _Tensor):
+        mode.table.set(args[0], mode.table.of(args[1]))  # Module.to moves parameters with `p.data = ...`
+    return result
+
+
+_GETTERS: dict[str, Callable] = {"device": _get_device, "is_cuda": _get_is_cuda, "is_cpu": _get_is_cpu}
+_GETTERS.update(dict.fromkeys(_PLAIN_ATTRIBUTES, _get_plain))
+_SETTERS: dict[str, Callable] = {"data": _set_data, "grad": _set_grad}
 
 from .tensor_ops import HANDLERS  # noqa: E402  (the handlers need the class above)

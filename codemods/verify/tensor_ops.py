@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from .virtual_devices import CPU, CUDA, normalize, tensors_in
+from .virtual_devices import CPU, CUDA, normalize, normalize_known, tensors_in
 
 NUMPY_ON_CUDA = ("can't convert {0} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                  "to host memory first.")
@@ -37,6 +37,10 @@ def _other_backend(device: Any) -> bool:
     return isinstance(device, torch.device) and device.type in _OTHER_BACKEND
 
 
+_DEVICE_TYPES = frozenset({str, torch.device})
+_MOVE_OPTIONS = frozenset({"non_blocking", "copy"})
+
+
 def move(mode: Any, tensor: torch.Tensor, target: str | None, dtype: torch.dtype | None = None,
          non_blocking: bool = False, copy: bool = False, memory_format: Any = None) -> torch.Tensor:
     """``tensor`` on the virtual ``target``: a copy when the device changes, as on a GPU."""
@@ -57,6 +61,17 @@ def move(mode: Any, tensor: torch.Tensor, target: str | None, dtype: torch.dtype
 
 def _to(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     """Every signature of ``Tensor.to``: (device, dtype, non_blocking, copy), (dtype, ...), (other, ...)."""
+    if len(args) == 2 and type(args[1]) in _DEVICE_TYPES and (not kwargs or _MOVE_OPTIONS.issuperset(kwargs)):
+        # The common call, `x.to(device)` or `x.to(device, non_blocking=True)`: a no-op when x is
+        # there already (also on a GPU).
+        tensor, device = args
+        if _other_backend(device):
+            return func(*args, **kwargs)
+        target = normalize_known(device)
+        copy = kwargs.get("copy", False) if kwargs else False
+        if not copy and mode.table.of(tensor) == target:
+            return tensor
+        return move(mode, tensor, target, None, kwargs.get("non_blocking", False) if kwargs else False, copy)
     tensor, rest = args[0], list(args[1:])
     device: Any = None
     dtype = None
@@ -225,9 +240,15 @@ def _check_indices(mode: Any, func: Callable, base: torch.Tensor, index: Any) ->
 
 
 def _getitem(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
-    device = _check_indices(mode, func, args[0], args[1])
+    base, index = args[0], args[1]
+    entry = mode.table._devices.get(id(base))
+    if entry is None or entry[0]() is not base:
+        # A CPU tensor (a dataset's, say): its pieces stay on the CPU, the table's default.
+        if not isinstance(index, (int, slice)):
+            _check_indices(mode, func, base, index)
+        return func(*args, **kwargs)
     result = func(*args, **kwargs)
-    mode.mark_result(result, device, [args[0]])
+    mode.mark_result(result, entry[1], [base])
     return result
 
 

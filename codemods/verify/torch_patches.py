@@ -253,6 +253,23 @@ def _group_tensors(mode: Any) -> Callable:
     return group
 
 
+def _tensor_dataset_getitem(mode: Any) -> Callable:
+    real = torch.utils.data.TensorDataset.__getitem__
+    plain = torch.Tensor
+
+    def __getitem__(self: Any, index: Any) -> Any:
+        # DataLoader calls this once per sample. Rows of plain CPU tensors cut by an int index are
+        # CPU tensors that cannot clash with anything, so they are cut without a trip through the
+        # mode each (the simulation's largest per-sample cost); GPU tensors and tensor indices are not.
+        tensors = self.tensors
+        if type(index) is int and all(type(t) is plain and not mode.table.knows(t) for t in tensors):
+            with torch._C.DisableTorchFunction():
+                return tuple(tensor[index] for tensor in tensors)
+        return real(self, index)
+
+    return __getitem__
+
+
 def _variable_class(mode: Any) -> type:
     real = torch.autograd.Variable
 
@@ -317,6 +334,7 @@ def patched_torch(mode: Any) -> Iterator[None]:
         enter(_patched(torch.amp.autocast_mode.autocast, {"__init__": _autocast_init()}))
         enter(_patched(torch.autograd, {"Variable": _variable_class(mode)}))
         enter(_patched(torch.nn.DataParallel, {"forward": _data_parallel_forward(mode)}))
+        enter(_patched(torch.utils.data.TensorDataset, {"__getitem__": _tensor_dataset_getitem(mode)}))
         enter(_patched(torch.backends.cudnn, {"is_acceptable": lambda tensor: False}))  # no cuDNN to accept it
         jit_functions, script_module = _jit_patches(mode)
         enter(_patched(torch.jit, jit_functions))

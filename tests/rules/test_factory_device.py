@@ -226,6 +226,10 @@ def test_static_and_class_methods_of_a_module_have_no_self_to_ask():
     import torch.nn as nn
 
     class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
         @staticmethod
         def mask(n):
             return torch.ones(n, n)

@@ -25,6 +25,11 @@ REAL_CUDA_MESSAGES = [
     "indices should be either on cpu or on the same device as the indexed tensor (cpu)",
     "Expected tensor for argument #1 'input' to have the same device as tensor for argument #2 'weight'; "
     "but device 0 does not equal 1 (while checking arguments for cudnn_convolution)",
+    "Tensor for argument #2 'mat1' is on CPU, but expected it to be on GPU (while checking arguments for addmm)",
+    "attempting to assign a gradient with device type 'cpu' to a tensor with device type 'cuda'. Please ensure "
+    "that the gradient and the tensor are on the same device",
+    "attempting to assign a gradient located on device with index '1' to a tensor located on device with index "
+    "'0'. Please ensure that the gradient and the tensor are on the same device",
 ]
 NOT_DEVICE_ERRORS = [
     "mat1 and mat2 shapes cannot be multiplied (4x3 and 2x2)",
@@ -55,6 +60,12 @@ def test_two_gpus_are_not_blamed_on_a_missing_device_argument():
     why = _hint("Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!")
     assert "two different GPUs (cuda:0 and cuda:1)" in why and "device=" not in why.split(":")[0]
     assert "without `device=`" not in why
+
+
+def test_checksamegpu_names_its_two_gpus():
+    why = _hint("Expected tensor for argument #1 'input' to have the same device as tensor for argument #2 "
+                "'weight'; but device 0 does not equal 1 (while checking arguments for cudnn_convolution)")
+    assert "two different GPUs (cuda:0 and cuda:1)" in why and "device=" not in why
 
 
 @pytest.mark.parametrize("message, needle", [

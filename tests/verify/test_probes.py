@@ -6,6 +6,8 @@ A probe is a small program with a header::
     # rule: the PyTorch rule it follows
     # message: the exact error message (optional)
     # gpus: how many GPUs the machine needs (optional, default 1)
+    # hint: text devmod's hint must contain (optional; the simulation's hint, not checked on a GPU)
+    # hint-not: text devmod's hint must not contain (optional)
 
 scripts/gpu_probes.py runs the same probes on a real GPU; where the GPU disagrees, the GPU wins.
 """
@@ -53,5 +55,9 @@ def test_probe_outcome_on_the_simulated_gpu(path, monkeypatch):
     assert outcome.kind == expected, (fields["rule"], outcome.message, outcome.traceback[-1500:])
     if "message" in fields:
         assert outcome.message.split(": ", 1)[1] == fields["message"], fields["rule"]
+    if "hint" in fields:
+        assert fields["hint"] in outcome.why, (fields["rule"], outcome.why)
+    if "hint-not" in fields:
+        assert fields["hint-not"] not in outcome.why, (fields["rule"], outcome.why)
     if expected == "device-error" and "child" not in path.stem:
         assert outcome.path == str(path), (outcome.path, outcome.line)  # reported at the probe's own line

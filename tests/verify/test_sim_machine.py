@@ -182,6 +182,29 @@ def test_dataloader_pins_without_warnings_and_yields_cpu_batches(sim):
             assert len(batches) == 4 and not any(t.is_cuda for batch in batches for t in batch)
 
 
+def test_tensor_dataset_rows_keep_their_device(sim):
+    """TensorDataset's rows are cut past the mode when its tensors are plain CPU ones: same result."""
+    from torch.utils.data import TensorDataset
+
+    on_cpu = TensorDataset(torch.randn(8, 3), torch.arange(8))
+    row, label = on_cpu[2]
+    assert row.device.type == "cpu" and label.device.type == "cpu" and int(label) == 2
+    mixed = TensorDataset(torch.randn(8, 3, device="cuda"), torch.arange(8))
+    assert [t.device.type for t in mixed[1]] == ["cuda", "cpu"]
+    assert [t.device.type for t in on_cpu[1:3]] == ["cpu", "cpu"]  # a slice takes the ordinary route
+    with pytest.raises(RuntimeError, match="indices should be either on cpu"):
+        on_cpu[torch.tensor([0, 1], device="cuda")]
+
+
+def test_tensor_dataset_is_restored_on_exit():
+    from torch.utils.data import TensorDataset
+
+    real = TensorDataset.__getitem__
+    with simulated_cuda():
+        assert TensorDataset.__getitem__ is not real
+    assert TensorDataset.__getitem__ is real
+
+
 def test_gpu_tensors_from_a_dataset_cannot_be_pinned(sim):
     from torch.utils.data import DataLoader
 

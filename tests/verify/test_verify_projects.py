@@ -104,3 +104,18 @@ def test_a_script_run_writes_no_bytecode_into_the_users_tree(tmp_path, monkeypat
     assert result.exit_code == 0, result.output
     assert pycache_in(tmp_path) == []
     assert sys.dont_write_bytecode is False and "PYTHONDONTWRITEBYTECODE" not in os.environ  # restored
+
+
+def test_child_processes_of_the_script_write_no_bytecode_either(tmp_path, monkeypatch):
+    # A child Python the script starts imports a module of the user's tree: it must not write
+    # __pycache__ there either (it inherits PYTHONDONTWRITEBYTECODE, not sys.dont_write_bytecode).
+    (tmp_path / "other.py").write_text("VALUE = 3\n", encoding="utf-8")
+    script = tmp_path / "main.py"
+    script.write_text("import subprocess, sys\nimport torch\n"
+                      "subprocess.run([sys.executable, '-c', 'import other'], check=True, cwd=sys.path[0])\n"
+                      "print(torch.ones(2).to('cuda').device)\n", encoding="utf-8")
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    result = CliRunner().invoke(verify, ["--simulate", str(script)])
+    assert result.exit_code == 0, result.output
+    assert pycache_in(tmp_path) == []

@@ -1,0 +1,494 @@
+"""A model's group: the values that must sit on the model's device for the code to run.
+
+When devmod moves a model, its inputs and the tensors combined with its outputs must move
+too, or a call that worked on the CPU fails ("Expected all tensors to be on the same
+device"). Batches from a DataLoader (DM203) and factory tensors (DM201) are placed by their
+own rules. What no other rule places is *held-out data*: tensors taken from a dataset's
+storage (``test_x = test_data.data[:2000].float() / 255``), a ``.type(torch.FloatTensor)``
+cast, ``torch.from_numpy`` or a project helper that returns host data, bound to a name and
+then fed to the model or compared with its output.
+
+Each such value either moves with the model (``.to(device)`` where it is bound), when every
+use of it is fine on the device, or, when some use needs it on the CPU, the whole group
+stays where it is and is reported, with the line of each use that holds it back. Groups
+that share a held-out value stand or fall together.
+
+Syntax only, through libcst's scope analysis; "don't know" never moves anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
+
+from .loops import is_pack_padded
+from .names import dotted, qualified_names
+from .roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, wrapper_kind
+from .scopes import ClassFacts, scope_bindings
+from .tensors import is_number, uses_of_binding
+from .tree import ancestors, line_of, walk
+
+# Attributes of a dataset object that hold its whole storage as tensors.
+_DATASET_STORAGE = frozenset({"data", "targets", "tensors", "train_data", "train_labels", "test_data",
+                              "test_labels"})
+# Methods that keep a tensor a tensor on the same device (climbed through in both directions).
+_SAME_DEVICE_METHODS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "detach", "clone",
+                                  "view", "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous",
+                                  "flatten", "argmax", "argmin", "max", "min", "sum", "mean", "softmax",
+                                  "log_softmax", "sigmoid", "exp", "log", "abs", "type_as", "expand",
+                                  "expand_as", "transpose", "narrow", "split", "chunk", "eq", "ne", "gt", "lt"})
+# Reads that are fine on any device: the data leaves for the CPU or only metadata is read.
+_LEAVES = frozenset({"cpu", "item", "tolist", "size", "dim", "numel", "shape", "dtype", "device", "ndim",
+                     "is_cuda"})
+_HARMLESS_CALLS = frozenset({"print", "len", "str", "repr", "format", "float", "int", "round"})
+_MAX_DEPTH = 3  # assignments followed from a model's output
+_MOVES = frozenset({"to", "cuda", "to_empty"})
+
+
+@dataclass
+class HeldOut:
+    """A held-out tensor bound to ``name`` at ``statement``; ``blockers`` are the lines of the
+    uses that need it on the CPU (empty: it can move with its group)."""
+
+    name: str
+    statement: cst.Assign
+    line: int
+    blockers: list[int] = field(default_factory=list)
+    unpacked: bool = False  # ``x, y = make_batch()``: moved by a line after the statement
+
+
+@dataclass
+class Group:
+    """The model bound at ``statement`` and the held-out values it meets."""
+
+    model: str
+    statement: cst.Assign
+    held_out: list[HeldOut] = field(default_factory=list)
+    inline: list[cst.BaseExpression] = field(default_factory=list)  # ``net(ds.data[:8])``: moved in place
+    placed: bool = False  # the author moves the model (``.to``, ``.cuda()``, ``device=``)
+    blocked: bool = False
+
+    def why(self) -> str:
+        """Which values hold the group back, for the report."""
+        parts = [f"`{h.name}` (line {h.line}) is needed on the CPU at line "
+                 f"{', '.join(str(b) for b in sorted(set(h.blockers)))}" for h in self.held_out if h.blockers]
+        if not parts:
+            parts = [f"it shares `{h.name}` (line {h.line}) with a model that cannot move" for h in self.held_out]
+        return "; ".join(parts)
+
+
+def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpers: frozenset[str],
+                 numpy_fixed: bool) -> dict[cst.Assign, Group]:
+    """Every model bound by an assignment in ``module``, with the held-out data it meets.
+
+    ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
+    on, so a ``.numpy()`` of a moved value gets ``.cpu()`` and stays fine."""
+    finder = _GroupFinder(metadata, helpers, numpy_fixed)
+    finder.tuple_helpers = finder.tuple_helpers_of(module)
+    finder.packs = any(isinstance(n, cst.Call) and is_pack_padded(metadata, n) for n in walk(module))
+    groups: dict[cst.Assign, Group] = {}
+    for node in walk(module):
+        if not (isinstance(node, cst.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call)):
+            continue
+        call = node.value
+        while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+            call = call.func.value  # ``Net().to(device)``
+        if builds_model(metadata, call, facts) or wrapper_kind(metadata, call):
+            groups[node] = finder.group(node)
+    _block_together(groups)
+    return groups
+
+
+def blocked_scopes(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> list[object]:
+    """The scopes that hold a model whose group stays on the CPU: nothing there is placed."""
+    scopes = metadata[ScopeProvider]
+    return [scopes.get(g.statement) for g in groups.values() if g.blocked]
+
+
+def blocked_callee(metadata: Mapping, groups: Mapping[cst.Assign, Group], func: cst.BaseExpression) -> bool:
+    """Is ``func`` (the callee of ``model(x)``) a model whose group cannot move?"""
+    if not isinstance(func, cst.Name):
+        return False
+    parents = metadata[ParentNodeProvider]
+    for binding in scope_bindings(metadata[ScopeProvider].get(func), func.value):
+        statement = parents.get(parents.get(binding.node)) if isinstance(binding.node, cst.Name) else None
+        group = groups.get(statement)  # type: ignore[arg-type]
+        if group is not None and group.blocked:
+            return True
+    return False
+
+
+def _block_together(groups: dict[cst.Assign, Group]) -> None:
+    """Groups that share a held-out value move together or not at all. A model the author
+    placed already is on its device whatever devmod does: its group is never held back."""
+    for group in groups.values():
+        group.blocked = not group.placed and any(h.blockers for h in group.held_out)
+    changed = True
+    while changed:
+        changed = False
+        blocked = {id(h.statement) for g in groups.values() if g.blocked for h in g.held_out}
+        for group in groups.values():
+            if not group.blocked and not group.placed and any(id(h.statement) in blocked for h in group.held_out):
+                group.blocked = changed = True
+
+
+class _GroupFinder:
+    def __init__(self, metadata: Mapping, helpers: frozenset[str], numpy_fixed: bool) -> None:
+        self.metadata = metadata
+        self.parents = metadata[ParentNodeProvider]
+        self.helpers = helpers
+        self.numpy_fixed = numpy_fixed
+        self.tuple_helpers: set[str] = set()
+        self.alias_depth = 0
+        self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
+
+    def tuple_helpers_of(self, module: cst.Module) -> set[str]:
+        """Functions of the file whose every ``return`` is a tuple of host tensors
+        (``return torch.FloatTensor(xs), torch.LongTensor(ys)``)."""
+        found = set()
+        for stmt in module.body:
+            if not isinstance(stmt, cst.FunctionDef):
+                continue
+            returns = [n for n in walk(stmt.body) if isinstance(n, cst.Return)]
+            if returns and all(isinstance(r.value, cst.Tuple) and r.value.elements
+                               and all(self._held_out(e.value) for e in r.value.elements) for r in returns):
+                found.add(stmt.name.value)
+        return found
+
+    def group(self, statement: cst.Assign) -> Group:
+        target = statement.targets[0].target
+        assert isinstance(target, cst.Name)
+        group = Group(target.value, statement)
+        self.model_name = target.value
+        self.partner_uses: set[int] = set()
+        self.inline: dict[int, cst.BaseExpression] = {}
+        found: dict[int, HeldOut] = {}
+        for call in self._calls(target):
+            for arg in call.args:
+                self._consider(arg.value, found)
+            self._follow_output(call, found, 0)
+        for held in found.values():
+            held.blockers = self._blockers(held)
+        group.held_out = list(found.values())
+        group.inline = list(self.inline.values())
+        group.placed = self._placed(statement, target)
+        return group
+
+    def _placed(self, statement: cst.Assign, target: cst.Name) -> bool:
+        """``Net().cuda()``, ``Net(device=d)``, or ``model.to(device)`` anywhere later."""
+        if any(isinstance(n, cst.Call) and (isinstance(n.func, cst.Attribute) and n.func.attr.value in _MOVES
+                                            or any(a.keyword and a.keyword.value in ("device", "device_map")
+                                                   for a in n.args))
+               for n in walk(statement.value)):
+            return True
+        scope = self.metadata[ScopeProvider].get(target)
+        for binding in (scope[target.value] if scope is not None else ()):
+            for access in getattr(binding, "references", ()):
+                parent = self.parents.get(access.node)
+                if isinstance(parent, cst.Attribute) and parent.value is access.node and parent.attr.value in _MOVES:
+                    return True
+        return False
+
+    # -- where the model is called --------------------------------------------------------
+    def _calls(self, target: cst.Name) -> list[cst.Call]:
+        scope = self.metadata[ScopeProvider].get(target)
+        if scope is None:
+            return []
+        calls = []
+        for binding in scope[target.value]:
+            for access in getattr(binding, "references", ()):
+                node = access.node
+                parent = self.parents.get(node)
+                if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "forward":
+                    node, parent = parent, self.parents.get(parent)
+                if isinstance(parent, cst.Call) and parent.func is node:
+                    calls.append(parent)
+        return calls
+
+    def _follow_output(self, node: cst.CSTNode, found: dict[int, HeldOut], depth: int) -> None:
+        """Climb from a model output to the values it is combined with."""
+        current = node
+        while True:
+            parent = self.parents.get(current)
+            if isinstance(parent, cst.Attribute) and parent.value is current:
+                if parent.attr.value in _LEAVES or parent.attr.value == "numpy":
+                    return
+                call = self.parents.get(parent)
+                current = call if isinstance(call, cst.Call) and call.func is parent else parent
+            elif isinstance(parent, cst.Subscript) and parent.value is current:
+                current = parent
+            elif isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.ComparisonTarget,
+                                     cst.Comparison)):
+                if isinstance(parent, cst.BinaryOperation):
+                    self._partner(parent.right if parent.left is current else parent.left, found)
+                elif isinstance(parent, cst.Comparison):
+                    for target in parent.comparisons:
+                        self._partner(target.comparator, found)
+                elif isinstance(parent, cst.ComparisonTarget):
+                    comparison = self.parents.get(parent)
+                    self._partner(comparison.left, found)  # type: ignore[union-attr]
+                    for target in comparison.comparisons:  # type: ignore[union-attr]
+                        if target is not parent:
+                            self._partner(target.comparator, found)
+                    parent = comparison
+                current = parent
+            elif isinstance(parent, cst.Arg):
+                call = self.parents.get(parent)
+                if not isinstance(call, cst.Call):
+                    return
+                if is_loss_callee(call.func):
+                    for arg in call.args:
+                        if arg is not parent:
+                            self._partner(arg.value, found)
+                    current = call
+                elif any(n.startswith("torch.") for n in qualified_names(self.metadata, call.func)):
+                    current = call  # ``torch.max(out, 1)``: its result lives with ``out``
+                else:
+                    return
+            elif isinstance(parent, (cst.Element, cst.Tuple)) and depth < _MAX_DEPTH:
+                current = parent
+            elif isinstance(parent, cst.Assign) and depth < _MAX_DEPTH:
+                for target in parent.targets:
+                    for name in _target_names(target.target):
+                        for use in self._uses(name):
+                            self._follow_output(use, found, depth + 1)
+                return
+            else:
+                return
+
+    def _partner(self, expr: cst.BaseExpression, found: dict[int, HeldOut]) -> None:
+        root = _data_root(expr)
+        if isinstance(root, cst.Name):
+            self.partner_uses.add(id(root))
+        self._consider(expr, found)
+
+    # -- what a value is -----------------------------------------------------------------
+    def _consider(self, expr: cst.BaseExpression, found: dict[int, HeldOut]) -> None:
+        if isinstance(expr, cst.BinaryOperation) and not self._held_out(expr):
+            self._consider(expr.left, found)  # ``net(held + noise)``: each operand meets the model
+            self._consider(expr.right, found)
+            return
+        if isinstance(expr, cst.UnaryOperation):
+            self._consider(expr.expression, found)
+            return
+        root = _data_root(expr)
+        if not isinstance(root, cst.Name):
+            if self._held_out(expr):
+                self.inline[id(expr)] = expr  # used right there and nowhere else: it moves in place
+            return
+        target = self._reaching_binding(root)
+        if target is None or (self.packs and "len" in target.value.lower()):
+            return  # ``pack_padded_sequence`` wants its lengths on the CPU
+        holder = self.parents.get(target)
+        statement = self.parents.get(holder)
+        if isinstance(holder, cst.Element):
+            self._consider_unpacked(target, holder, found)
+            return
+        if not (isinstance(holder, cst.AssignTarget) and isinstance(statement, cst.Assign)
+                and len(statement.targets) == 1 and statement.targets[0].target is target):
+            return
+        if id(statement) in found or not self._held_out(statement.value):
+            return
+        found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
+
+    def _consider_unpacked(self, target: cst.Name, element: cst.Element, found: dict[int, HeldOut]) -> None:
+        """``tokens, labels = map(torch.LongTensor, rows)`` / ``x, y = make_batch()`` where the
+        helper returns a tuple of host tensors: each name is held-out data."""
+        pattern = self.parents.get(element)
+        holder = self.parents.get(pattern)
+        statement = self.parents.get(holder)
+        if not (isinstance(pattern, (cst.Tuple, cst.List)) and isinstance(holder, cst.AssignTarget)
+                and isinstance(statement, cst.Assign) and len(statement.targets) == 1
+                and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in pattern.elements)):
+            return
+        key = id(target)
+        if key in found or not self._host_tuple(statement.value):
+            return
+        found[key] = HeldOut(target.value, statement, line_of(self.metadata, statement), unpacked=True)
+
+    def _host_tuple(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        if dotted(value.func) == "map" and value.args \
+                and qualified_names(self.metadata, value.args[0].value) & HOST_MAKERS:
+            return True
+        if isinstance(value.func, cst.Name) and value.func.value in self.tuple_helpers:
+            return True
+        return False
+
+    def _reaching_binding(self, use: cst.Name) -> cst.Name | None:
+        """The assignment target whose value ``use`` reads: the only binding, or in straight-line
+        code (no binding inside a loop) the last binding above the use."""
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(use), use.value)
+        if not bindings or not all(isinstance(b.node, cst.Name) for b in bindings):
+            return None
+        if len(bindings) == 1:
+            return bindings[0].node  # type: ignore[return-value]
+        if any(b.scope is not bindings[0].scope or self._in_loop(b.node) for b in bindings):
+            return None
+        line = line_of(self.metadata, use)
+        above = [b.node for b in bindings if line_of(self.metadata, b.node) < line]
+        return max(above, key=lambda n: line_of(self.metadata, n), default=None)  # type: ignore[arg-type]
+
+    def _in_loop(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(a, (cst.For, cst.While)) for a in ancestors(self.metadata, node))
+
+    def _held_out(self, value: cst.BaseExpression) -> bool:
+        """Surely a CPU tensor that no other rule places: dataset storage, a host cast,
+        ``from_numpy`` / a legacy constructor / a project helper, through tensor methods,
+        slicing, arithmetic with numbers and ``torch.unsqueeze``-like functions."""
+        host = False
+        node: cst.BaseExpression | None = value
+        while node is not None:
+            if isinstance(node, cst.Call):
+                names = qualified_names(self.metadata, node.func)
+                if names & HOST_MAKERS:
+                    return True
+                if factory_name(self.metadata, node):  # one DM201 left on the CPU (or will place)
+                    return not any(a.keyword and a.keyword.value in ("device", "out") for a in node.args)
+                if isinstance(node.func, cst.Name) and node.func.value in self.helpers:
+                    return True
+                if isinstance(node.func, cst.Attribute):
+                    method = node.func.attr.value
+                    if method in ("to", "cuda", "pin_memory") or any(a.keyword and a.keyword.value == "device"
+                                                                       for a in node.args):
+                        return False  # placed already
+                    if method == "type" and len(node.args) == 1 \
+                            and qualified_names(self.metadata, node.args[0].value) & HOST_MAKERS:
+                        host = True
+                        node = node.func.value
+                        continue
+                    if method in _SAME_DEVICE_METHODS:
+                        node = node.func.value
+                        continue
+                    return host
+                if any(n.startswith("torch.") and n.count(".") == 1 for n in names) and node.args \
+                        and node.args[0].keyword is None:
+                    node = node.args[0].value  # ``torch.unsqueeze(x, 1)``
+                    continue
+                return host
+            if isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.BinaryOperation):
+                if is_number(node.right):
+                    node = node.left
+                elif is_number(node.left):
+                    node = node.right
+                else:
+                    return host
+            elif isinstance(node, cst.UnaryOperation):
+                node = node.expression
+            elif isinstance(node, cst.Name) and node is not value and self.alias_depth < _MAX_DEPTH:
+                return self._alias_held_out(node)
+            elif isinstance(node, cst.Attribute):
+                if node.attr.value in _DATASET_STORAGE and isinstance(node.value, cst.Name) \
+                        and self._bound_to_object(node.value):
+                    return True
+                return host
+            else:
+                return host
+        return host
+
+    def _alias_held_out(self, name: cst.Name) -> bool:
+        """``inputs = x_train * 2``: held-out when ``x_train`` is."""
+        target = self._reaching_binding(name)
+        statement = self.parents.get(self.parents.get(target)) if target is not None else None
+        if not isinstance(statement, cst.Assign):
+            return False
+        self.alias_depth += 1
+        try:
+            return self._held_out(statement.value)
+        finally:
+            self.alias_depth -= 1
+
+    def _bound_to_object(self, name: cst.Name) -> bool:
+        """``test_data = datasets.MNIST(...)``: bound once, to a constructor call (not a tensor)."""
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
+        if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Name):
+            return False
+        statement = self.parents.get(self.parents.get(bindings[0].node))
+        if not isinstance(statement, cst.Assign) or not isinstance(statement.value, cst.Call):
+            return False
+        callee = dotted(statement.value.func) or ""
+        return callee.rsplit(".", 1)[-1][:1].isupper()
+
+    # -- may it move? -------------------------------------------------------------------------
+    def _blockers(self, held: HeldOut) -> list[int]:
+        target = held.statement.targets[0].target
+        if held.unpacked:
+            line = self.parents.get(held.statement)
+            if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+                return [held.line]  # no room for the line that would move it
+            target = next(e.value for e in target.elements if e.value.value == held.name)  # type: ignore[attr-defined]
+        return [line_of(self.metadata, use) for use in self._uses(target) if not self._fine_on_device(use)]
+
+    def _uses(self, target: cst.CSTNode) -> list[cst.Name]:
+        return uses_of_binding(self.metadata, target) if isinstance(target, cst.Name) else []
+
+    def _fine_on_device(self, use: cst.Name, depth: int = 0) -> bool:
+        """Fed to this model, combined with its output, only its metadata read, sent back to
+        the CPU, or turned by torch functions into values that are themselves only used so:
+        each works the same once the value is on the model's device."""
+        if id(use) in self.partner_uses:
+            return True
+        current: cst.CSTNode = use
+        while True:
+            parent = self.parents.get(current)
+            if isinstance(parent, cst.Attribute) and parent.value is current:
+                method = parent.attr.value
+                if method in _LEAVES or (method == "numpy" and self.numpy_fixed):
+                    return True
+                if method == "numpy":
+                    return False
+                call = self.parents.get(parent)  # ``xs.pow(2)``: a tensor method's result lives with it
+                current = call if isinstance(call, cst.Call) and call.func is parent else parent
+            elif isinstance(parent, cst.Subscript) and parent.value is current:
+                current = parent
+            elif isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Element, cst.Tuple, cst.List)):
+                current = parent  # ``net(held + noise)``, ``torch.cat((held, held))``
+            elif isinstance(parent, cst.Arg):
+                call = self.parents.get(parent)
+                if not isinstance(call, cst.Call):
+                    return False
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+                    func = func.value
+                if isinstance(func, cst.Name) and func.value == self.model_name:
+                    return True
+                if any(n.startswith("torch.") and n.count(".") == 1 for n in qualified_names(self.metadata, func)):
+                    current = call  # its result lives where its inputs do
+                    continue
+                return isinstance(func, cst.Name) and func.value in _HARMLESS_CALLS
+            elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and depth < _MAX_DEPTH \
+                    and isinstance(parent.targets[0].target, cst.Name):
+                return all(self._fine_on_device(u, depth + 1) for u in self._uses(parent.targets[0].target))
+            else:
+                return False
+
+
+def _data_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``x[:10].view(-1, 28)`` -> ``x``: the value whose device the expression has."""
+    node = expr
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _SAME_DEVICE_METHODS:
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Attribute) and node.attr.value == "data":
+            node = node.value
+        else:
+            return node
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    return []
+

@@ -1,0 +1,122 @@
+"""libcst's read-only traversals (visitors, metadata providers) without rebuilding the tree.
+
+``CSTNode.visit`` builds a new copy of every node it passes, even for a ``CSTVisitor``, whose
+result is the original node anyway; for the metadata the rules read (scopes, qualified names,
+parents) that copying was most of the cost. ``install()`` gives ``CSTNode.visit`` a path for
+visitors that calls the same callbacks in the same order (``on_visit``; per field
+``on_visit_attribute``, the children, ``on_leave_attribute``; ``on_leave``) and returns the
+node, building nothing. Transformers keep libcst's own traversal. A node class whose
+``_visit_and_replace_children`` is not the plain "visit each field in order" shape keeps
+libcst's traversal too, so nothing is guessed.
+
+``parents`` computes what ``ParentNodeProvider`` computes (each child's parent) in one walk;
+libcst's provider asks every node for ``.children``, which builds a copy of each node.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from types import MappingProxyType
+from typing import Mapping
+
+import libcst as cst
+from libcst import CSTNode, CSTVisitor
+
+from .analysis.tree import children_of
+
+_HELPERS = frozenset({"visit_required", "visit_optional", "visit_sequence", "visit_sentinel",
+                      "visit_body_sequence", "visit_iterable", "visit_body_iterable"})
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+_ORIGINAL_VISIT = CSTNode.visit
+
+
+def visited_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields libcst's ``cls._visit_and_replace_children`` visits, in order, when it is exactly
+    ``return cls(field=visit_<kind>(self, "field", self.field, visitor), other=self.other, ...)``;
+    None for any other shape."""
+    if cls not in _FIELDS:
+        _FIELDS[cls] = _read_fields(cls)
+    return _FIELDS[cls]
+
+
+def _read_fields(cls: type) -> tuple[str, ...] | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls._visit_and_replace_children)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    function = tree.body[0] if tree.body else None
+    if not isinstance(function, ast.FunctionDef) or len(function.args.args) != 2:
+        return None
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return None
+    built = body[0].value
+    if built.args or not isinstance(built.func, ast.Name) or built.func.id != cls.__name__:
+        return None
+    visitor = function.args.args[1].arg
+    fields: list[str] = []
+    for keyword in built.keywords:
+        value = keyword.value
+        if _is_self_attribute(value, keyword.arg):
+            continue  # carried over unvisited (whitespace, operators' strings, ...)
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in _HELPERS
+                and len(value.args) == 4 and not value.keywords
+                and isinstance(value.args[0], ast.Name) and value.args[0].id == "self"
+                and isinstance(value.args[1], ast.Constant) and value.args[1].value == keyword.arg
+                and _is_self_attribute(value.args[2], keyword.arg)
+                and isinstance(value.args[3], ast.Name) and value.args[3].id == visitor):
+            return None
+        fields.append(keyword.arg)  # keyword arguments are evaluated in order: libcst's visit order
+    return tuple(fields)
+
+
+def _is_self_attribute(node: ast.AST, name: str | None) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.value, ast.Name)
+            and node.value.id == "self")
+
+
+def _visit(self: CSTNode, visitor):  # type: ignore[no-untyped-def]
+    if not isinstance(visitor, CSTVisitor):
+        return _ORIGINAL_VISIT(self, visitor)
+    fields = _FIELDS.get(type(self), False)
+    if fields is False:
+        fields = visited_fields(type(self))
+    if fields is None:
+        return _ORIGINAL_VISIT(self, visitor)
+    if visitor.on_visit(self):
+        for name in fields:
+            visitor.on_visit_attribute(self, name)
+            value = getattr(self, name)
+            if isinstance(value, CSTNode):
+                value.visit(visitor)
+            elif isinstance(value, (tuple, list)):
+                for child in value:
+                    child.visit(visitor)
+            visitor.on_leave_attribute(self, name)  # also for None / MaybeSentinel, as libcst does
+    visitor.on_leave(self)
+    return self
+
+
+def install() -> None:
+    """Route visitors (never transformers) through the non-copying traversal; idempotent."""
+    CSTNode.visit = _visit  # type: ignore[method-assign]
+
+
+def parents(module: cst.Module) -> Mapping[CSTNode, CSTNode]:
+    """Each node's parent, as ``ParentNodeProvider`` gives it (the module has none)."""
+    found: dict[CSTNode, CSTNode] = {}
+    stack: list[CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        children = children_of(node)
+        for child in children:
+            found[child] = node
+        stack.extend(children)
+    return MappingProxyType(found)
+
+
+def uninstall() -> None:
+    """libcst's own traversal for every visitor again (tests compare the two)."""
+    CSTNode.visit = _ORIGINAL_VISIT  # type: ignore[method-assign]

@@ -1,0 +1,175 @@
+"""A model's group moves together or not at all (issue 8), across DM201, DM202 and DM203.
+
+Each case is a shape the real-repository trials found: every rule on, the whole rewrite
+checked. Each test fails on the engine before the group analysis.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from codemods.config import Config
+from codemods.engine import transform_source
+
+
+def run(code: str) -> tuple[str, list]:
+    code = textwrap.dedent(code)
+    result = transform_source(code, config=Config())
+    again = transform_source(result.output, config=Config())
+    assert again.output == result.output, "a second run must change nothing"
+    return result.output, [f for f in result.findings if not f.fixed]
+
+
+def test_held_out_slices_of_a_dataset_move_with_the_model():
+    out, reports = run("""\
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+        data = TensorDataset(torch.randn(64, 3), torch.randint(0, 2, (64,)))
+        held_x = data.tensors[0][:8]
+        held_y = data.tensors[1][:8]
+        net = nn.Linear(3, 2)
+        for x, y in DataLoader(data, batch_size=8):
+            nn.functional.cross_entropy(net(x), y).backward()
+        print((net(held_x).argmax(1) == held_y).float().mean())
+    """)
+    assert "held_x = data.tensors[0][:8].to(device)" in out
+    assert "held_y = data.tensors[1][:8].to(device)" in out
+    assert "net = nn.Linear(3, 2).to(device)" in out
+    assert not reports
+
+
+def test_held_out_data_needed_on_the_cpu_keeps_the_whole_group_and_reports_it():
+    out, reports = run("""\
+        import matplotlib.pyplot as plt
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+        data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))
+        held = data.tensors[0][:8]
+        net = nn.Linear(3, 1)
+        for x, y in DataLoader(data, batch_size=8):
+            nn.functional.mse_loss(net(x), y).backward()
+        noise = torch.randn(8, 3)
+        print(net(held + noise))
+        plt.plot(held[:, 0])
+    """)
+    assert ".to(" not in out and "device" not in out, "nothing in the group moves"
+    assert [r.code for r in reports] == ["DM202"]
+    assert "`held` (line 6) is needed on the CPU at line 12" in reports[0].message
+
+
+def test_a_factory_tensor_also_read_with_numpy_moves_with_the_model():
+    out, _ = run("""\
+        import torch
+        from torch import nn
+        x_train = torch.tensor([[1.0], [2.0]])
+        model = nn.Linear(1, 1)
+        for _ in range(2):
+            inputs = x_train
+            model(inputs).sum().backward()
+        print(model(x_train).detach().numpy(), x_train.numpy())
+    """)
+    assert "x_train = torch.tensor([[1.0], [2.0]], device=device)" in out
+    assert "x_train.cpu().numpy()" in out
+
+
+def test_tuple_of_host_tensors_moves_on_the_next_line():
+    out, _ = run("""\
+        import torch
+        from torch import nn
+
+        def make_batch():
+            return torch.FloatTensor([[1.0, 0.0]]), torch.LongTensor([1])
+
+        if __name__ == "__main__":
+            net = nn.Linear(2, 2)
+            inputs, targets = make_batch()
+            nn.CrossEntropyLoss()(net(inputs), targets).backward()
+    """)
+    assert "    inputs, targets = make_batch()\n    inputs, targets = inputs.to(device), targets.to(device)\n" in out
+
+
+def test_lengths_for_pack_padded_sequence_stay_on_the_cpu():
+    out, _ = run("""\
+        import torch
+        from torch import nn
+
+        class Reader(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.GRU(1, 2, batch_first=True)
+
+            def forward(self, x, lengths):
+                return self.rnn(nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True))
+
+        def predict(values, model, device):
+            x = torch.FloatTensor(values).view(1, -1, 1).to(device)
+            lengths = torch.LongTensor([len(values)])
+            return model(x, lengths)
+    """)
+    assert "lengths = torch.LongTensor([len(values)])\n" in out
+
+
+def test_a_cpu_accumulator_joined_with_cpu_parts_is_left_alone():
+    out, _ = run("""\
+        import torch
+        from torch import nn
+
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(5, 2)
+
+            def forward(self, x, words):
+                feats = torch.FloatTensor()
+                for w in words:
+                    feats = torch.cat((feats, self.emb(x).cpu().data), 0)
+                return feats.to(x.device)
+    """)
+    assert "feats = torch.FloatTensor()\n" in out
+
+
+def test_a_script_without_a_model_or_loss_gets_no_device():
+    source = """\
+        import torch
+        m = torch.FloatTensor([[2, 3]]).requires_grad_()
+        n = torch.zeros(1, 2)
+        n[0, 0] = m[0, 0] ** 2
+        n.backward(torch.FloatTensor([[1, 1]]))
+    """
+    out, _ = run(source)
+    assert out == textwrap.dedent(source)
+
+
+def test_inputs_of_a_model_handed_in_unmoved_stay_with_it():
+    out, _ = run("""\
+        import torch
+        from torch import nn
+
+        def sample(model, n):
+            return model(torch.ones(n, 3))
+
+        if __name__ == "__main__":
+            print(sample(nn.Linear(3, 2), 2))
+    """)
+    assert "torch.ones(n, 3))" in out
+
+
+def test_a_device_flag_is_the_users_choice():
+    source = """\
+        import argparse
+        import torch
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--cuda", action="store_true")
+            args = parser.parse_args()
+            net = torch.load("net.pt")
+            x = torch.randn(2, 3)
+            if args.cuda:
+                x = x.cuda()
+            print(net(x))
+    """
+    out, _ = run(source)
+    assert "map_location=device" not in out and "device =" not in out, "no second, global device"

@@ -21,7 +21,7 @@ def _tree(tmp_path, count=6):
     src = tmp_path / "src"
     src.mkdir()
     for index in range(count):
-        (src / f"m{index}.py").write_text(NEEDS_FIX if index % 2 else "import torch\nx = torch.zeros(3)\n")
+        (src / f"m{index}.py").write_text(NEEDS_FIX if index % 2 else "import torch\nnet = torch.nn.Linear(3, 1)\nprint(net(torch.zeros(3)))\n")
     (src / "broken.py").write_text("import torch\ndef f(:\n")
     return src
 

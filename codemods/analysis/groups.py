@@ -427,7 +427,20 @@ class _GroupFinder:
         return [line_of(self.metadata, use) for use in self._uses(target) if not self._fine_on_device(use)]
 
     def _uses(self, target: cst.CSTNode) -> list[cst.Name]:
-        return uses_of_binding(self.metadata, target) if isinstance(target, cst.Name) else []
+        """The loads of this binding, without those of a nested function's own variable of the
+        same name (``def forward(self, x)`` beside a module-level ``x``)."""
+        if not isinstance(target, cst.Name):
+            return []
+        scopes = self.metadata[ScopeProvider]
+        home = scopes.get(target)
+        uses = []
+        for use in uses_of_binding(self.metadata, target):
+            scope = scopes.get(use)
+            if scope is not home and scope is not None and any(
+                    a.scope is scope for a in scope.assignments[use.value]):
+                continue
+            uses.append(use)
+        return uses
 
     def _fine_on_device(self, use: cst.Name, depth: int = 0) -> bool:
         """Fed to this model, combined with its output, only its metadata read, sent back to

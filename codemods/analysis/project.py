@@ -195,7 +195,15 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         if isinstance(node, ast.keyword) and node.arg == "device":
             return False
     for ret in returns:
-        value = _last_assignment(function, ret) if isinstance(ret.value, ast.Name) else ret.value
+        value = ret.value
+        if isinstance(value, ast.Name):
+            value = _last_assignment(function, ret)
+            root = value
+            while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) \
+                    and isinstance(root.func.value, ast.Call):
+                root = root.func.value
+            if not (isinstance(root, ast.Call) and _dotted(root.func) in _HOST_DATA):
+                return False  # ``return out`` of ``torch.where(...)``: computed from inputs, not host data
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                 and isinstance(value.func.value, ast.Call):
             value = value.func.value  # ``torch.from_numpy(a).float()``
@@ -205,6 +213,12 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         if not name.startswith("torch.") or name.startswith(_NOT_TENSORS):
             return False
     return True
+
+
+# Calls that turn host data (NumPy arrays, Python lists) into a CPU tensor.
+_HOST_DATA = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.Tensor",
+                        *(f"torch.{kind}Tensor" for kind in ("Float", "Double", "Half", "Long", "Int", "Short",
+                                                            "Char", "Byte", "Bool"))})
 
 
 def _last_assignment(function: ast.AST, ret: ast.Return) -> ast.AST | None:

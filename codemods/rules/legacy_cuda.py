@@ -696,11 +696,12 @@ def _trailing_comment(statement: cst.BaseStatement) -> bool:
 
 
 def _detached_comments(lines) -> list[cst.EmptyLine]:
-    """The leading lines worth keeping when their statement goes: blank lines and comments
-    separated from it by a blank line. Comments right above it describe it and go with it."""
+    """The leading lines kept when their statement goes: every comment (no comment is ever
+    lost; a notebook's cell marker is one) and the blank lines above the last of them."""
     lines = list(lines)
+    last_comment = max((i for i, line in enumerate(lines) if line.comment is not None), default=-1)
     last_blank = max((i for i, line in enumerate(lines) if line.comment is None), default=-1)
-    return lines[:last_blank + 1]
+    return lines[:max(last_comment, last_blank) + 1]
 
 
 def _float_literal(value: cst.BaseExpression) -> bool:

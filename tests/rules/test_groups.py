@@ -173,3 +173,14 @@ def test_a_device_flag_is_the_users_choice():
     """
     out, _ = run(source)
     assert "map_location=device" not in out and "device =" not in out, "no second, global device"
+
+
+def test_the_comment_above_a_removed_variable_import_is_kept():
+    out, _ = run("""\
+        import torch
+        # autograd wrapper, needed for torch 0.3
+        from torch.autograd import Variable
+        w = Variable(torch.ones(2), requires_grad=True)
+    """)
+    assert "from torch.autograd import Variable" not in out
+    assert "# autograd wrapper, needed for torch 0.3\n" in out

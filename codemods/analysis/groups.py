@@ -73,10 +73,11 @@ class Group:
 
     def why(self) -> str:
         """Which values hold the group back, for the report."""
-        parts = [f"`{h.name}` (line {h.line}) is needed on the CPU at line "
-                 f"{', '.join(str(b) for b in sorted(set(h.blockers)))}" for h in self.held_out if h.blockers]
+        parts = [f"devmod cannot tell whether `{h.name}` (line {h.line}) may move to the device: it is also "
+                 f"used at line {', '.join(str(b) for b in sorted(set(h.blockers)))}"
+                 for h in self.held_out if h.blockers]
         if not parts:
-            parts = [f"it shares `{h.name}` (line {h.line}) with a model that cannot move" for h in self.held_out]
+            parts = ["it shares its data or its parts with a model whose group stays"]
         return "; ".join(parts)
 
 
@@ -98,9 +99,29 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
             call = call.func.value  # ``Net().to(device)``
         if builds_model(metadata, call, facts) or wrapper_kind(metadata, call):
-            groups[node] = finder.group(node)
-    _block_together(groups)
+            groups[node] = None  # type: ignore[assignment]
+    finder.model_names = {s.targets[0].target.value for s in groups}  # type: ignore[attr-defined]
+    for statement in groups:
+        groups[statement] = finder.group(statement)
+    _block_together(groups, _parts(metadata, groups))
     return groups
+
+
+def _parts(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> list[tuple[Group, Group]]:
+    """``wrapper = Predictor(model, 8)``: the model handed in is part of the wrapper."""
+    links = []
+    scopes = metadata[ScopeProvider]
+    parents = metadata[ParentNodeProvider]
+    for statement, group in groups.items():
+        for node in walk(statement.value):
+            if not isinstance(node, cst.Name) or not isinstance(parents.get(node), cst.Arg):
+                continue
+            for binding in scope_bindings(scopes.get(node), node.value):
+                holder = parents.get(parents.get(binding.node)) if isinstance(binding.node, cst.Name) else None
+                part = groups.get(holder)  # type: ignore[arg-type]
+                if part is not None and part is not group:
+                    links.append((group, part))
+    return links
 
 
 def blocked_scopes(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> list[object]:
@@ -122,14 +143,19 @@ def blocked_callee(metadata: Mapping, groups: Mapping[cst.Assign, Group], func: 
     return False
 
 
-def _block_together(groups: dict[cst.Assign, Group]) -> None:
-    """Groups that share a held-out value move together or not at all. A model the author
-    placed already is on its device whatever devmod does: its group is never held back."""
+def _block_together(groups: dict[cst.Assign, Group], links: list[tuple[Group, Group]]) -> None:
+    """Groups that share a held-out value, and a wrapper and the model inside it, move
+    together or not at all. A model the author placed already is on its device whatever
+    devmod does: its group is never held back."""
     for group in groups.values():
         group.blocked = not group.placed and any(h.blockers for h in group.held_out)
     changed = True
     while changed:
         changed = False
+        for a, b in links:
+            for one, other in ((a, b), (b, a)):
+                if one.blocked and not other.blocked and not other.placed:
+                    other.blocked = changed = True
         blocked = {id(h.statement) for g in groups.values() if g.blocked for h in g.held_out}
         for group in groups.values():
             if not group.blocked and not group.placed and any(id(h.statement) in blocked for h in group.held_out):
@@ -144,6 +170,7 @@ class _GroupFinder:
         self.numpy_fixed = numpy_fixed
         self.tuple_helpers: set[str] = set()
         self.alias_depth = 0
+        self.model_names: set[str] = set()
         self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
 
     def tuple_helpers_of(self, module: cst.Module) -> set[str]:
@@ -382,8 +409,8 @@ class _GroupFinder:
                     return host
             elif isinstance(node, cst.UnaryOperation):
                 node = node.expression
-            elif isinstance(node, cst.Name) and node is not value and self.alias_depth < _MAX_DEPTH:
-                return self._alias_held_out(node)
+            elif isinstance(node, cst.Name) and self.alias_depth < _MAX_DEPTH:
+                return self._alias_held_out(node)  # ``target = y_train``
             elif isinstance(node, cst.Attribute):
                 if node.attr.value in _DATASET_STORAGE and isinstance(node.value, cst.Name) \
                         and self._bound_to_object(node.value):
@@ -470,8 +497,8 @@ class _GroupFinder:
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value == "forward":
                     func = func.value
-                if isinstance(func, cst.Name) and func.value == self.model_name:
-                    return True
+                if isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names):
+                    return True  # another model: its group moves with this one or stays with it
                 if any(n.startswith("torch.") and n.count(".") == 1 for n in qualified_names(self.metadata, func)):
                     current = call  # its result lives where its inputs do
                     continue

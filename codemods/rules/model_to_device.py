@@ -122,13 +122,13 @@ class ModelToDevice(Rule):
             return updated
         if not self._needs_move(original, value, name):
             return updated
-        group = self._groups.get(original)
-        if group is not None and group.blocked:
-            self.report(original, f"model `{name}` and its data stay on the CPU: {group.why()}; "
-                                  "move them together by hand")
-            return updated
         device = self.device_for(original)
         if device is None:
+            return updated
+        group = self._groups.get(original)
+        if group is not None and group.blocked:
+            self.report(original, f"model `{name}` and its data stay where they are: {group.why()}; "
+                                  "move them together by hand")
             return updated
         moved = to_call(updated.value, device)
         message = (f"loss `{name}` keeps its weight tensor on the CPU: `.to(device)` moves it"

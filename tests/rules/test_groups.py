@@ -56,7 +56,7 @@ def test_held_out_data_needed_on_the_cpu_keeps_the_whole_group_and_reports_it():
     """)
     assert ".to(" not in out and "device" not in out, "nothing in the group moves"
     assert [r.code for r in reports] == ["DM202"]
-    assert "`held` (line 6) is needed on the CPU at line 12" in reports[0].message
+    assert "`held` (line 6) may move to the device: it is also used at line 12" in reports[0].message
 
 
 def test_a_factory_tensor_also_read_with_numpy_moves_with_the_model():
@@ -184,3 +184,46 @@ def test_the_comment_above_a_removed_variable_import_is_kept():
     """)
     assert "from torch.autograd import Variable" not in out
     assert "# autograd wrapper, needed for torch 0.3\n" in out
+
+
+def test_a_target_reached_through_an_alias_moves_with_the_model():
+    out, _ = run("""\
+        import torch
+        from torch import nn
+        x_train = torch.tensor([[1.0], [2.0]])
+        y_train = torch.tensor([[2.0], [4.0]])
+        model = nn.Linear(1, 1)
+        criterion = nn.MSELoss()
+        for _ in range(2):
+            inputs = x_train
+            target = y_train
+            criterion(model(inputs), target).backward()
+        print(x_train.numpy(), y_train.numpy())
+    """)
+    assert "model = nn.Linear(1, 1).to(device)" in out
+    assert "y_train = torch.tensor([[2.0], [4.0]], device=device)" in out or "target = y_train.to(device)" in out
+
+
+def test_a_model_inside_a_wrapper_that_stays_stays_too():
+    out, reports = run("""\
+        import matplotlib.pyplot as plt
+        import torch
+        from torch import nn
+
+        class Wrapper(nn.Module):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            def forward(self, ids):
+                return self.net(ids).sum()
+
+        if __name__ == "__main__":
+            inner = nn.Embedding(30, 8)
+            wrapper = Wrapper(inner)
+            ids = torch.tensor([[1, 2, 3]]).long()
+            print(wrapper(ids))
+            plt.plot(ids[0])
+    """)
+    assert ".to(" not in out
+    assert any("wrapper" in r.message for r in reports)

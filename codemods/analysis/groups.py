@@ -379,6 +379,10 @@ class _GroupFinder:
                     return not any(a.keyword and a.keyword.value in ("device", "out") for a in node.args)
                 if isinstance(node.func, cst.Name) and node.func.value in self.helpers:
                     return True
+                if any(n.startswith("torch.") and n.count(".") == 1 for n in names) and node.args \
+                        and node.args[0].keyword is None:
+                    node = node.args[0].value  # ``torch.unsqueeze(x, 1)`` (a function, not a method)
+                    continue
                 if isinstance(node.func, cst.Attribute):
                     method = node.func.attr.value
                     if method in ("to", "cuda", "pin_memory") or any(a.keyword and a.keyword.value == "device"

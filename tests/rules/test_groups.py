@@ -227,3 +227,15 @@ def test_a_model_inside_a_wrapper_that_stays_stays_too():
     """)
     assert ".to(" not in out
     assert any("wrapper" in r.message for r in reports)
+
+
+def test_held_out_data_through_a_torch_function_and_a_cast_moves():
+    out, _ = run("""\
+        import torch
+        import torchvision
+        test_data = torchvision.datasets.MNIST(root="./mnist", train=False)
+        test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:20] / 255.
+        net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 10))
+        print(net(test_x).argmax(1))
+    """)
+    assert "test_x = (torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:20] / 255.).to(device)" in out

@@ -333,7 +333,14 @@ class _GroupFinder:
                 and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in pattern.elements)):
             return
         key = id(target)
-        if key in found or not self._host_tuple(statement.value):
+        value = statement.value
+        if isinstance(value, cst.Tuple) and len(value.elements) == len(pattern.elements):
+            # ``x, y = x.detach(), y.detach()``: each name holds its own element
+            index = next(i for i, e in enumerate(pattern.elements) if e.value is target)
+            held = self._held_out(value.elements[index].value)
+        else:
+            held = self._host_tuple(value)
+        if key in found or not held:
             return
         found[key] = HeldOut(target.value, statement, line_of(self.metadata, statement), unpacked=True)
 

@@ -239,3 +239,15 @@ def test_held_out_data_through_a_torch_function_and_a_cast_moves():
         print(net(test_x).argmax(1))
     """)
     assert "test_x = (torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:20] / 255.).to(device)" in out
+
+
+def test_names_rebound_from_a_tuple_of_their_own_conversions_move():
+    out, _ = run("""\
+        import torch
+        x = torch.cat((torch.ones(4, 2), torch.zeros(4, 2))).type(torch.FloatTensor)
+        y = torch.cat((torch.ones(4), torch.zeros(4))).type(torch.LongTensor)
+        x, y = x.detach(), y.detach()
+        net = torch.nn.Linear(2, 2)
+        print(torch.nn.functional.cross_entropy(net(x), y))
+    """)
+    assert "x, y = x.detach(), y.detach()\nx, y = x.to(device), y.to(device)\n" in out

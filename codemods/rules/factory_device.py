@@ -261,17 +261,11 @@ class FactoryDevice(Rule):
         if isinstance(wrapper, cst.Call) and dotted(wrapper.func) in ("Variable", "autograd.Variable",
                                                                      "torch.autograd.Variable"):
             start = wrapper  # ``x = Variable(torch.ones(n))``: the wrapper is the value
-        name = assigned_name(self.metadata, start)
-        for use in [start, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
-            top = chain_top(self.metadata, use)
-            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
-                top = parents.get(top)  # ``net(held + noise)``: the sum is the input
-            arg = parents.get(top)
-            callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
-            if isinstance(callee, cst.Call) and isinstance(callee.func, cst.Call) \
+        for callee in self._calls_fed(start):
+            if isinstance(callee.func, cst.Call) \
                     and builds_model(self.metadata, callee.func, self.facts):
                 return True  # ``Net()(x)``: a model built right there stays on the CPU
-            if isinstance(callee, cst.Call) and isinstance(callee.func, cst.Name) \
+            if isinstance(callee.func, cst.Name) \
                     and (self._unplaced_object(callee.func)
                          or blocked_callee(self.metadata, self.model_groups(), callee.func)):
                 return True
@@ -322,20 +316,27 @@ class FactoryDevice(Rule):
                 return False
         return True
 
+    def _calls_fed(self, start: cst.BaseExpression):
+        """The calls that take the value of ``start`` as an argument, directly or through the
+        variable it is assigned to, also inside arithmetic (``net(batch + offset)``)."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, start)
+        for use in [start, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
+            top = chain_top(self.metadata, use)
+            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
+                top = parents.get(top)
+            arg = parents.get(top)
+            callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(callee, cst.Call):
+                yield callee
+
     def _feeds_model(self, call: cst.Call) -> bool:
         """Host data is usually dataset material: move it only where it is, directly or through
         the variable it is assigned to, an argument of a model or a loss."""
         if self._model_names is None:
             self._model_names = model_variables(self.metadata, self.tree, self.facts)
-        parents = self.metadata[ParentNodeProvider]
-        name = assigned_name(self.metadata, call)
-        for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
-            top = chain_top(self.metadata, use)
-            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
-                top = parents.get(top)  # ``model(batch + offset)``: the sum meets the model
-            arg = parents.get(top)
-            callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
-            if isinstance(callee, cst.Call) and (is_model_callee(callee.func, self._model_names)
+        for callee in self._calls_fed(call):
+            if (is_model_callee(callee.func, self._model_names)
                                                  or is_loss_callee(callee.func)):
                 return not blocked_callee(self.metadata, self.model_groups(), callee.func)
         return False

@@ -326,28 +326,15 @@ class DeviceLookup:
         return any(is_main_guard(parent) for parent in ancestors(self.metadata, node))
 
     def _top_level_uses_device(self) -> bool:
-        """Does the file's top level (main block included, defs and classes not) call a model
-        or a loss, hand a model to a call, move something or name the shared device?"""
+        """Does the file's top level (main block included, defs and classes not) build a model,
+        call one or a loss, hand a model to a call, move something or name the shared device?"""
         known = self._works_with_device.get(0)
         if known is None and self.module is not None:
             models = model_variables(self.metadata, self.module, self.facts)
-            known = bool(models)  # a script that builds a model moves it, and what meets it
-            for stmt in self.module.body if not known else ():
-                if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-                    continue
-                for child in walk(stmt):
-                    if isinstance(child, cst.Name) and child.value == self.shared_name:
-                        known = True
-                    elif isinstance(child, cst.Call) and (
-                            is_model_callee(child.func, models) or is_loss_callee(child.func)
-                            or builds_model(self.metadata, child, self.facts)
-                            or any(is_model_callee(a.value, models) for a in child.args)
-                            or isinstance(child.func, cst.Attribute) and child.func.attr.value in ("to", "cuda")):
-                        known = True
-                    if known:
-                        break
-                if known:
-                    break
+            known = bool(models) or any(  # a script that builds a model moves it, and what meets it
+                self._device_work(child, models, top_level=True)
+                for stmt in self.module.body if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
+                for child in walk(stmt))
             self._works_with_device[0] = known
         return bool(known) or self.module is None
 
@@ -358,18 +345,23 @@ class DeviceLookup:
         known = self._works_with_device.get(id(function))
         if known is None:
             models = model_variables(self.metadata, self.module, self.facts) if self.module is not None else set()
-            known = False
-            for child in walk(function.body):
-                if isinstance(child, cst.Name) and child.value == self.shared_name:
-                    known = True
-                elif isinstance(child, cst.Call) and (
-                        is_model_callee(child.func, models) or is_loss_callee(child.func)
-                        or isinstance(child.func, cst.Attribute) and child.func.attr.value in ("to", "cuda")):
-                    known = True
-                if known:
-                    break
+            known = any(self._device_work(child, models) for child in walk(function.body))
             self._works_with_device[id(function)] = known
         return known
+
+    def _device_work(self, node: cst.CSTNode, models: set[str], top_level: bool = False) -> bool:
+        """Is ``node`` device work: the shared device's name, a call of a model or a loss, a
+        ``.to`` / ``.cuda``; at a script's top level also building a model or handing one over."""
+        if isinstance(node, cst.Name):
+            return node.value == self.shared_name
+        if not isinstance(node, cst.Call):
+            return False
+        func = node.func
+        if is_model_callee(func, models) or is_loss_callee(func) \
+                or isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+            return True
+        return top_level and (builds_model(self.metadata, node, self.facts)
+                              or any(is_model_callee(a.value, models) for a in node.args))
 
     def _helper_tensor_parameter(self, functions: list[cst.FunctionDef]) -> str | None:
         """A helper's tensor parameter, innermost function first: annotated ``Tensor``, or read

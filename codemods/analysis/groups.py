@@ -24,11 +24,11 @@ from typing import Mapping
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from .loops import is_pack_padded
+from .loops import packs_sequences
 from .names import dotted, qualified_names
 from .roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, wrapper_kind
 from .scopes import ClassFacts, scope_bindings
-from .tensors import is_number, uses_of_binding
+from .tensors import is_number, torch_data_function, uses_of_binding
 from .tree import ancestors, line_of, walk
 
 # Attributes of a dataset object that hold its whole storage as tensors.
@@ -89,7 +89,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     on, so a ``.numpy()`` of a moved value gets ``.cpu()`` and stays fine."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
     finder.tuple_helpers = finder.tuple_helpers_of(module)
-    finder.packs = any(isinstance(n, cst.Call) and is_pack_padded(metadata, n) for n in walk(module))
+    finder.packs = packs_sequences(metadata, module)
     groups: dict[cst.Assign, Group] = {}
     for node in walk(module):
         if not (isinstance(node, cst.Assign) and len(node.targets) == 1
@@ -386,8 +386,7 @@ class _GroupFinder:
                     return not any(a.keyword and a.keyword.value in ("device", "out") for a in node.args)
                 if isinstance(node.func, cst.Name) and node.func.value in self.helpers:
                     return True
-                if any(n.startswith("torch.") and n.count(".") == 1 for n in names) and node.args \
-                        and node.args[0].keyword is None:
+                if torch_data_function(self.metadata, node) and node.args and node.args[0].keyword is None:
                     node = node.args[0].value  # ``torch.unsqueeze(x, 1)`` (a function, not a method)
                     continue
                 if isinstance(node.func, cst.Attribute):
@@ -404,10 +403,6 @@ class _GroupFinder:
                         node = node.func.value
                         continue
                     return host
-                if any(n.startswith("torch.") and n.count(".") == 1 for n in names) and node.args \
-                        and node.args[0].keyword is None:
-                    node = node.args[0].value  # ``torch.unsqueeze(x, 1)``
-                    continue
                 return host
             if isinstance(node, cst.Subscript):
                 node = node.value
@@ -510,7 +505,7 @@ class _GroupFinder:
                     func = func.value
                 if isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names):
                     return True  # another model: its group moves with this one or stays with it
-                if any(n.startswith("torch.") and n.count(".") == 1 for n in qualified_names(self.metadata, func)):
+                if torch_data_function(self.metadata, call):
                     current = call  # its result lives where its inputs do
                     continue
                 return isinstance(func, cst.Name) and func.value in _HARMLESS_CALLS

@@ -304,3 +304,9 @@ def cpu_only_lengths(metadata: Mapping, body: cst.CSTNode, names: Sequence[str],
 def is_pack_padded(metadata: Mapping, call: cst.Call) -> bool:
     names = qualified_names(metadata, call.func) | {dotted(call.func) or ""}
     return any(n.endswith("pack_padded_sequence") for n in names)
+
+
+def packs_sequences(metadata: Mapping, module: cst.Module) -> bool:
+    """Does the file call ``pack_padded_sequence`` anywhere (maybe in forward, behind
+    ``model(x, lengths)``)? Its lengths must stay on the CPU."""
+    return any(isinstance(n, cst.Call) and is_pack_padded(metadata, n) for n in walk(module))

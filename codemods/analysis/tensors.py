@@ -168,14 +168,14 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
             holder = parents.get(parent)
             if isinstance(holder, (cst.Tuple, cst.List)):
                 holder = parents.get(parents.get(holder))  # ``torch.cat((a, b))``
-            if not (isinstance(holder, cst.Call) and _torch_data_function(metadata, holder)):
+            if not (isinstance(holder, cst.Call) and torch_data_function(metadata, holder)):
                 return current
             current = chain_top(metadata, holder)
         else:
             return current
 
 
-def _torch_data_function(metadata: Mapping, call: cst.Call) -> bool:
+def torch_data_function(metadata: Mapping, call: cst.Call) -> bool:
     """``torch.unsqueeze``, ``torch.normal``, ``torch.cat``: a torch function whose result
     lives where its tensor arguments do."""
     return any(n.startswith("torch.") and n.count(".") == 1 for n in qualified_names(metadata, call.func))

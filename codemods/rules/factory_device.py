@@ -39,7 +39,7 @@ from ..analysis.names import dotted, keyword_arg, positional, qualified_names, t
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes
-from ..analysis.loops import is_pack_padded
+from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
@@ -248,7 +248,7 @@ class FactoryDevice(Rule):
         if name is None or "len" not in name.value.lower():
             return False
         if self._packs is None:
-            self._packs = any(isinstance(n, cst.Call) and is_pack_padded(self.metadata, n) for n in walk(self.tree))
+            self._packs = packs_sequences(self.metadata, self.tree)
         return self._packs
 
     def _feeds_unplaced(self, call: cst.Call) -> bool:

@@ -10,8 +10,18 @@ a libcst bug cannot hide itself).
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from collections import Counter
+
+# The comment line that opens each cell of a notebook joined into one program
+# ("# devmod-cell-<nonce>: <index>"). A rule that moves a statement leaves it where it is.
+CELL_MARKER = re.compile(r"# devmod-cell-\d+: \d+")
+
+
+def is_cell_marker(comment: str | None) -> bool:
+    """Whether a comment is a notebook cell's marker, which must never move."""
+    return comment is not None and CELL_MARKER.fullmatch(comment.rstrip()) is not None
 
 
 def comment_tokens(text: str) -> Counter[str] | None:

@@ -168,6 +168,7 @@ def build_program(cells: Sequence[tuple[int, str]]) -> Program:
     nonce = 0  # names no cell uses, so the markers and placeholders are found again unambiguously
     while f"devmod-cell-{nonce}" in joined or f"_devmod_ipython{nonce}_" in joined:
         nonce += 1
+    # comments.CELL_MARKER matches these lines: rules that move statements leave them in place.
     marker, prefix = f"# devmod-cell-{nonce}:", f"_devmod_ipython{nonce}"
     placeholders: dict[str, str] = {}
     parts: list[str] = []

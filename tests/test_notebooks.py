@@ -211,3 +211,37 @@ def test_windows_line_endings_and_one_line_lists_keep_their_layout(tmp_path: Pat
     assert json.loads(transform_notebook(compact).output)["cells"][0]["source"][-1] == \
         "x = torch.ones(2, device=device)"
     assert "\n" not in transform_notebook(compact).output
+
+
+DEVICE_LINE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+
+
+def test_a_device_defined_in_a_later_cell_moves_up_and_the_cells_keep_their_bounds(tmp_path: Path) -> None:
+    # The definition moves above its first use; the marker that opens its cell stays, so the
+    # notebook is rewritten instead of failing with "lost the cell boundaries".
+    path = jupyter_notebook(tmp_path / "nb.ipynb", "import torch\nimport torch.nn as nn",
+                            "# the encoder\nnet = nn.Linear(2, 2)\nout = net(torch.ones(1, 2).cuda())",
+                            f"# pick the device\n{DEVICE_LINE}\n\ndevice", "print(out)")
+    code, _, err = run("apply", str(path))
+    assert code == 0, err
+    cells = sources(path)
+    assert cells[1] == f"import torch\nimport torch.nn as nn\n\n# pick the device\n{DEVICE_LINE}"
+    assert cells[2] == "# the encoder\nnet = nn.Linear(2, 2).to(device)\nout = net(torch.ones(1, 2, device=device))"
+    assert cells[3] == "device"
+    assert cells[4] == "print(out)"
+    assert run("apply", "--check", str(path))[0] == 0, "a second run changes nothing"
+
+
+def test_a_device_repeated_in_each_cell_collapses_and_the_cells_stay(tmp_path: Path) -> None:
+    path = jupyter_notebook(tmp_path / "nb.ipynb", "import torch",
+                            f"{DEVICE_LINE}\nx = torch.ones(2, device=device)",
+                            f"{DEVICE_LINE}\ny = torch.zeros(2, device=device)",
+                            f"# last\n{DEVICE_LINE}")
+    code, _, err = run("apply", str(path))
+    assert code == 0, err
+    cells = sources(path)
+    # The comment above a dropped copy joins the definition kept; each cell marker stays.
+    assert cells[2] == f"# last\n{DEVICE_LINE}\nx = torch.ones(2, device=device)"
+    assert cells[3] == "y = torch.zeros(2, device=device)"
+    assert cells[4] == ""
+    assert run("apply", "--check", str(path))[0] == 0

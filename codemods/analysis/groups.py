@@ -29,7 +29,7 @@ from .names import dotted, qualified_names
 from .roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, wrapper_kind
 from .scopes import ClassFacts, scope_bindings
 from .tensors import is_number, torch_data_function, uses_of_binding
-from .tree import ancestors, line_of, walk
+from .tree import ancestors, in_source_order, line_of, walk
 
 # Attributes of a dataset object that hold its whole storage as tensors.
 _DATASET_STORAGE = frozenset({"data", "targets", "tensors", "train_data", "train_labels", "test_data",
@@ -75,7 +75,7 @@ class Group:
         """Which values hold the group back, for the report."""
         parts = [f"devmod cannot tell whether `{h.name}` (line {h.line}) may move to the device: it is also "
                  f"used at line {', '.join(str(b) for b in sorted(set(h.blockers)))}"
-                 for h in self.held_out if h.blockers]
+                 for h in sorted(self.held_out, key=lambda h: h.line) if h.blockers]
         if not parts:
             parts = ["it shares its data or its parts with a model whose group stays"]
         return "; ".join(parts)
@@ -234,7 +234,7 @@ class _GroupFinder:
                     node, parent = parent, self.parents.get(parent)
                 if isinstance(parent, cst.Call) and parent.func is node:
                     calls.append(parent)
-        return calls
+        return in_source_order(self.metadata, calls)  # type: ignore[return-value]
 
     def _follow_output(self, node: cst.CSTNode, found: dict[int, HeldOut], depth: int) -> None:
         """Climb from a model output to the values it is combined with."""

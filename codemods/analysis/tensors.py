@@ -15,7 +15,7 @@ from .loops import find_loader
 from .names import dotted, keyword, positional, qualified_names
 from .roles import factory_name
 from .scopes import scope_bindings
-from .tree import ancestors, line_of, walk
+from .tree import ancestors, in_source_order, line_of, walk
 
 _CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler")
 # Libraries that turn their argument into a NumPy array: a CUDA tensor fails there.
@@ -113,7 +113,7 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
         if isinstance(access.node, cst.Name) and (
                 access.scope is not scope or start < line_of(metadata, access.node) <= end):
             uses.append(access.node)
-    return uses
+    return in_source_order(metadata, uses)  # type: ignore[return-value]
 
 
 def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:

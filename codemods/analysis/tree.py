@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -113,6 +113,17 @@ def line_of(metadata: Mapping, node: cst.CSTNode) -> int:
     """The line ``node`` starts on (0 when it has no position, e.g. a node a rule built)."""
     position = metadata.get(PositionProvider, {}).get(node)
     return position.start.line if position is not None else 0
+
+
+def in_source_order(metadata: Mapping, nodes: Iterable[cst.CSTNode]) -> list[cst.CSTNode]:
+    """``nodes`` sorted by where they start. libcst keeps bindings and accesses in sets, whose
+    order follows memory addresses: anything that reaches output must not depend on it."""
+    positions = metadata.get(PositionProvider, {})
+
+    def start(node: cst.CSTNode) -> tuple[int, int]:
+        position = positions.get(node)
+        return (position.start.line, position.start.column) if position is not None else (0, 0)
+    return sorted(nodes, key=start)
 
 
 def mentions_name(node: cst.CSTNode, name: str) -> bool:

@@ -18,6 +18,8 @@ to point at and falls back to the CPU on machines without a GPU.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import libcst as cst
 from libcst.metadata import GlobalScope, ScopeProvider
 
@@ -25,6 +27,7 @@ from ..analysis.devices import movable
 from ..analysis.names import dotted
 from ..analysis.scopes import is_main_guard
 from ..analysis.tree import ancestors, code_of, runs_later, top_level_statement, walk
+from ..comments import is_cell_marker
 from .base import Invalid, Rule, Valid
 
 DEVICE_EXPRESSIONS = {
@@ -55,6 +58,8 @@ class SharedDevice(Rule):
         self._anchor = -1
         self._keeper: cst.CSTNode | None = None  # the definition kept; comments of dropped copies join it
         self._carried: list[cst.EmptyLine] = []
+        # Lines that stay where a removed statement was (a notebook cell's marker and what is above it).
+        self._left: dict[cst.CSTNode, list[cst.EmptyLine]] = {}
         self._guard: cst.If | None = None  # the main block that gets the definition instead
         self._plan(node)
         return False  # all work is planned on the whole module; children stay as they are
@@ -87,7 +92,7 @@ class SharedDevice(Rule):
                 self._keeper = statement
                 for duplicate in self._local_duplicates(module, name, statement):
                     self._remove.add(duplicate)
-                    self._carried += comment_lines(duplicate)
+                    self._carried += self._moving_comments(duplicate)
             return
         keep = definitions[0]
         keep_index = body.index(top_level_statement(self.metadata, keep.statement))
@@ -96,9 +101,12 @@ class SharedDevice(Rule):
                     or anchor >= first_use:
                 self.report(body[first_use], f"`{name}` is used before it is defined")
                 return
-            # The comments on and above the definition move with it.
+            # The comments on and above the definition move with it (a notebook cell's marker stays).
+            stay, move = split_at_cell_marker(keep.statement.leading_lines)
+            if stay:
+                self._left[keep.statement] = stay
             moved = keep.statement.with_changes(
-                leading_lines=[cst.EmptyLine(), *(line for line in keep.statement.leading_lines if line.comment)])
+                leading_lines=[cst.EmptyLine(), *(line for line in move if line.comment)])
             if self.fix(keep.statement, keep.statement, moved, f"move `{name}` above its first use") is moved:
                 self._anchor, self._insert = anchor, [moved]
                 self._remove.add(keep.statement)
@@ -108,7 +116,7 @@ class SharedDevice(Rule):
         same = code_of(keep.assign.value)
         for other in definitions[1:]:
             if code_of(other.assign.value) == same and len(other.statement.body) == 1:
-                comments = comment_lines(other.statement)
+                comments = self._moving_comments(other.statement)
                 if comments and self._keeper is None:
                     continue  # nowhere to carry its comments: leave the copy in place
                 if self.fix(other.statement, other.statement, None, f"drop a repeated definition of `{name}`") is None:
@@ -178,11 +186,42 @@ class SharedDevice(Rule):
                                                    for s in original_node.body])
         body = [s for s in original_node.body if s not in self._remove]
         index = sum(1 for s in original_node.body[: self._anchor + 1] if s not in self._remove)
+        body, footer = self._leave_behind(original_node, body)
         body[index:index] = self._insert
         if self._carried:
             body = [s.with_changes(leading_lines=[*s.leading_lines, *self._carried]) if s is self._keeper else s
                     for s in body]
-        return updated_node.with_changes(body=[self._strip(s) for s in body])
+        return updated_node.with_changes(body=[self._strip(s) for s in body], footer=footer)
+
+    def _moving_comments(self, statement: cst.CSTNode) -> list[cst.EmptyLine]:
+        """The comments of a removed statement that go with it; a cell marker and those above it stay."""
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return []
+        stay, _ = split_at_cell_marker(statement.leading_lines)
+        if stay:
+            self._left[statement] = stay
+        return comment_lines(statement)[len([line for line in stay if line.comment]):]
+
+    def _leave_behind(self, module: cst.Module, body: list[cst.BaseStatement]
+                      ) -> tuple[list[cst.BaseStatement], Sequence[cst.EmptyLine]]:
+        """Put the lines left by removed statements above the next statement kept (or in the footer)."""
+        footer = module.footer
+        pending: list[cst.EmptyLine] = []
+        kept = {id(s): s for s in body}
+        replaced: dict[int, cst.BaseStatement] = {}
+        for statement in module.body:
+            if id(statement) in kept and pending:
+                own = list(statement.leading_lines)
+                while own and own[0].comment is None:
+                    own.pop(0)  # the cell starts at its marker: no blank line of the removed statement's
+                replaced[id(statement)] = statement.with_changes(leading_lines=[*pending, *own])
+                if statement is self._keeper:
+                    self._keeper = replaced[id(statement)]
+                pending = []
+            pending += self._left.get(statement, [])
+        if pending:
+            footer = [*pending, *footer]
+        return [replaced.get(id(s), s) for s in body], footer
 
     def _strip(self, statement: cst.BaseStatement) -> cst.BaseStatement:
         """Remove duplicate definitions nested in blocks (module-level ones went above)."""
@@ -221,6 +260,13 @@ class _Remover(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         return cst.RemovalSentinel.REMOVE if original_node in self.remove else updated_node
+
+
+def split_at_cell_marker(lines: Sequence[cst.EmptyLine]) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:
+    """Leading lines as (up to and including the last notebook cell marker, the rest)."""
+    last = max((i for i, line in enumerate(lines)
+                if line.comment is not None and is_cell_marker(line.comment.value)), default=-1)
+    return list(lines[:last + 1]), list(lines[last + 1:])
 
 
 def comment_lines(statement: cst.CSTNode) -> list[cst.EmptyLine]:

@@ -58,6 +58,12 @@ def decode_source(data: bytes) -> SourceText:
     return SourceText(body.decode(encoding), encoding, bom)
 
 
+def unencodable(exc: UnicodeEncodeError, encoding: str) -> str:
+    """Why a rewrite cannot be written in the file's encoding (a ``--device-name`` latin-1 cannot hold)."""
+    bad = exc.object[exc.start:exc.end]
+    return f"cannot encode the rewrite in the file's encoding {encoding}: {bad!r} ({exc.reason})"
+
+
 class WriteRefused(OSError):
     """The file is left as it is on disk: read-only, or changed by someone else since it was read."""
 

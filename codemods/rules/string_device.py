@@ -27,9 +27,12 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
+from ..analysis.candidates import CUDA_STRINGS, FileFacts
 from ..analysis.devices import DEVICE_LIKE_NAMES, hardcoded_cuda, is_torch_device_call
 from ..analysis.names import keyword, positional, qualified_names
 from ..analysis.tree import walk
@@ -48,6 +51,15 @@ class StringDevice(Rule):
     ERROR = "RuntimeError: Found no NVIDIA driver on your system / Expected all tensors to be on the same device"
     TRIGGERS = ("cuda",)
     ORDER = 10
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # A "cuda" / "cuda:0" literal (every fix and report needs one), or a variable bound to
+        # ``torch.device(...)``, whose comparisons with strings are fixed or reported.
+        if any(isinstance(n.value, str) and n.value in CUDA_STRINGS for n in facts.nodes(ast.Constant)):
+            return True
+        return any(len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and isinstance(a.value, ast.Call)
+                   and "torch.device" in facts.qnames(a.value.func) for a in facts.nodes(ast.Assign))
     REPLACES_CUDA = True
 
     def visit_Module(self, node: cst.Module) -> bool:

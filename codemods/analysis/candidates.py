@@ -309,6 +309,21 @@ class FileFacts:
             child = parent
         return False
 
+    def parameter_here(self, name: ast.Name) -> bool:
+        """Is ``name`` a parameter of the innermost def or lambda whose body holds it? Then its
+        scope binds it as a parameter, never as ``name = value``."""
+        child: ast.AST = name
+        for parent in self.ancestors(name):
+            if isinstance(parent, (*_FUNCTIONS, ast.Lambda)):
+                body = parent.body if isinstance(parent.body, list) else [parent.body]  # type: ignore[attr-defined]
+                if child not in body:
+                    return False
+                args = parent.args  # type: ignore[attr-defined]
+                return name.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                                   *(a for a in (args.vararg, args.kwarg) if a is not None))}
+            child = parent
+        return False
+
     def _bindings(self, function: ast.AST) -> tuple[set[str], set[str]]:
         """(names surely bound in ``function``'s own scope, names declared global/nonlocal there)."""
         known = self._binds.get(function)
@@ -390,7 +405,7 @@ def may_build_model(facts: FileFacts, call: ast.Call) -> bool:
 def may_iterate_loader(facts: FileFacts, iterable: ast.AST) -> bool:
     """``find_loader`` may find one: a name, or ``DataLoader(...)``, maybe in ``enumerate``/``tqdm``."""
     if isinstance(iterable, ast.Name):
-        return True
+        return _may_name_loader(facts, iterable.id)
     if not isinstance(iterable, ast.Call):
         return False
     names = facts.qnames(iterable.func)
@@ -399,6 +414,28 @@ def may_iterate_loader(facts: FileFacts, iterable: ast.AST) -> bool:
     if iterable.args and (dotted(iterable.func) in _LOADER_WRAPPERS or names & _TQDM):
         first = iterable.args[0]
         return may_iterate_loader(facts, first.value if isinstance(first, ast.Starred) else first)
+    return False
+
+
+_LOADER_PARAM_NAMES = frozenset({"dl", "train_dl", "val_dl", "valid_dl", "test_dl", "eval_dl", "dataloader"})
+
+
+def _may_name_loader(facts: FileFacts, name: str) -> bool:
+    """``_loader_name``: a parameter named or annotated like a loader, a ``*loader`` from a
+    ``*loader*(...)`` call, or a name assigned ``DataLoader(...)`` or a list comprehension."""
+    if "loader" in name.lower() or name in _LOADER_PARAM_NAMES:
+        return True
+    for arg in facts.nodes(ast.arg):
+        if arg.arg == name and arg.annotation is not None \
+                and (dotted(arg.annotation) or "").endswith("DataLoader"):  # type: ignore[attr-defined]
+            return True
+    for node in facts.nodes(ast.Assign, ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+        value = node.value  # type: ignore[attr-defined]
+        if value is None or not any(name in _target_names(t) for t in targets):
+            continue
+        if isinstance(value, ast.ListComp) or (isinstance(value, ast.Call) and facts.qnames(value.func) & _LOADER_CLASSES):
+            return True
     return False
 
 

@@ -316,7 +316,7 @@ def _may_be_on_device(facts: FileFacts, expr: ast.AST, depth: int, seen: set[str
         if method not in _SAME_DEVICE_METHODS:
             return False
         expr = expr.func.value  # type: ignore[attr-defined]
-    if isinstance(expr, ast.Name) and expr.id not in seen:
+    if isinstance(expr, ast.Name) and expr.id not in seen and not facts.parameter_here(expr):
         seen.add(expr.id)
         return any(_may_be_on_device(facts, value, depth + 1, seen) for value in facts.assigned_values(expr.id))
     return False

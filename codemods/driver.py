@@ -22,7 +22,7 @@ from .analysis.project import FileRole, ProjectIndex
 from .config import Config
 from .findings import Finding
 from .interrupts import pool_options
-from .source_file import decode_source, unencodable, write_atomic
+from .source_file import decode_source, unencodable, wide_encoding_problem, write_atomic
 
 Mode = Literal["write", "diff", "check"]
 CHUNK_MAX = 16  # files per task: enough to hide the hand-off, few enough to balance the workers
@@ -79,6 +79,8 @@ def transform_bytes(data: bytes, path: str, config: Config, role: FileRole | Non
     """The engine's verdict on a file's bytes, and whether it may be cached (it depends on
     nothing but its key: no internal error, which a fixed devmod should not repeat)."""
     if b"torch" not in data:
+        if problem := wide_encoding_problem(data):
+            return Outcome(error=f"0:0: {problem}"), True
         return Outcome(skipped="does not use torch"), True
     try:
         text = decode_source(data)

@@ -24,7 +24,7 @@ from .config import Config
 from .driver import FileReport, unified_diff
 from .engine import SourceError, TransformResult, transform_source
 from .rules import all_rules
-from .source_file import decode_source, unencodable, write_atomic
+from .source_file import decode_source, unencodable, wide_encoding_problem, write_atomic
 
 Key = tuple[str, int, int, str]  # (code, line, column, message) in the file as read
 SHARED_DEVICE = "DM101"
@@ -179,7 +179,8 @@ def _review_file(path: str, config: Config, role, session: Session) -> FileRepor
             read_stat = os.fstat(handle.fileno())  # an edit saved while the user reviews is a conflict
             data = handle.read()
         if b"torch" not in data:
-            report.skipped = "does not use torch"
+            report.error = f"0:0: {problem}" if (problem := wide_encoding_problem(data)) else None
+            report.skipped = None if report.error else "does not use torch"
             return report
         text = decode_source(data)
     except OSError as exc:

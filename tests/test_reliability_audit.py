@@ -139,3 +139,33 @@ def test_a_notebook_saved_while_devmod_works_is_a_conflict_not_overwritten(tmp_p
     report = notebooks.process_notebook(str(path), Config(), "write")
     assert "conflict" in (report.error or "") and not report.changed
     assert json.loads(path.read_text())["metadata"] == {"autosaved": True}
+
+
+# -- a file saved as UTF-16 / UTF-32 -----------------------------------------------------------
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_utf16_file_that_uses_torch_is_a_clear_error_not_a_silent_skip(tmp_path, encoding):
+    path = tmp_path / "a.py"
+    path.write_bytes(("# -*- coding: utf-16 -*-\n" + NEEDS_FIX).encode(encoding))
+    before = path.read_bytes()
+    result = run_apply(str(path))
+    assert result.exit_code == 2, result.output
+    assert "a.py:0:0: error: cannot decode: the file is UTF-16 or UTF-32 encoded" in result.stderr
+    assert path.read_bytes() == before
+
+
+# -- force-exclude: a file named explicitly inside an environment (pre-commit names files) -------
+
+def test_an_explicitly_named_file_inside_an_environment_is_skipped_unless_force_exclude_is_off(tmp_path):
+    env = tmp_path / "miniconda"
+    (env / "conda-meta").mkdir(parents=True)
+    inside = env / "lib" / "python3.11" / "site-packages" / "pkg" / "mod.py"
+    inside.parent.mkdir(parents=True)
+    inside.write_text(NEEDS_FIX)
+    mine = tmp_path / "train.py"
+    mine.write_text(NEEDS_FIX)
+    result = run_apply("--check", str(inside), str(mine))
+    assert f"{inside}: skipped, " in result.stderr and "is a Python environment" in result.stderr
+    assert "1 files scanned, 1 would change" in result.stderr
+    result = run_apply("--check", "--no-force-exclude", str(inside), str(mine))
+    assert "2 files scanned, 2 would change" in result.stderr

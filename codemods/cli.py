@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections import Counter
 
@@ -134,7 +135,13 @@ def apply(paths: tuple[str, ...], show_diff: bool, check: bool, unsafe_fixes: bo
     if interactive:
         from .interactive import Session, review_files
         session = Session()
-        reports = review_files(files, config, session)
+        try:  # Ctrl-C at a prompt (read as a key, raised as KeyboardInterrupt) or SIGTERM: 130, never 1
+            with stop_on_signals():
+                reports = review_files(files, config, session)
+        except (Interrupted, KeyboardInterrupt) as exc:
+            stop = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+            click.echo(interrupted_message(stop, "write"), err=True)
+            sys.exit(EXIT_INTERRUPTED)
         if session.skipped and not quiet:
             click.echo(f"devmod: {session.skipped} fix{'es' if session.skipped != 1 else ''} skipped at your "
                        "request", err=True)

@@ -3,8 +3,9 @@
 Folders are walked for ``*.py`` and ``*.ipynb``; virtual, conda, pixi and system environments, caches,
 build output and whatever the ``.gitignore`` files of the walked folders and of their
 parents (up to the repository root) exclude are skipped. Files named explicitly on the
-command line are always taken; a folder named explicitly that is an environment is
-skipped too (like ruff's force-exclude) unless ``force_exclude`` is off.
+command line are always taken, unless they are inside an environment: a file or folder
+named explicitly in an environment is skipped too (like ruff's force-exclude, which
+matters for pre-commit, which names files one by one) unless ``force_exclude`` is off.
 
 .gitignore semantics come from ``pathspec`` (what black uses), with the linear-time RE2
 engine where it is installed, so a hostile pattern such as ``*a*a*a*...b`` cannot stall
@@ -120,6 +121,7 @@ def iter_python_files(paths: Iterable[str], exclude: Iterable[Exclude] = (), war
     excludes = tuple((os.path.abspath(e[0]), e[1]) if isinstance(e, tuple) else (cwd, e) for e in exclude)
     roots = [os.path.realpath(p) for p in paths]
     seen: set[str] = set()  # real paths: a file named twice, or also reached by a link, runs once
+    environments: dict[str, str | None] = {}  # folder of a named file -> the environment it is in
     for root in paths:
         try:
             is_file = os.path.isfile(root)
@@ -127,6 +129,13 @@ def iter_python_files(paths: Iterable[str], exclude: Iterable[Exclude] = (), war
             warn(f"{root}: skipped, cannot be read ({exc.strerror or exc})")
             continue
         if is_file:
+            folder = os.path.dirname(os.path.abspath(root))
+            if force_exclude and folder not in environments:
+                environments[folder] = _inside_environment(folder)
+            if force_exclude and environments[folder]:  # pre-commit names files one by one
+                warn(f"{root}: skipped, {environments[folder]} is a Python environment "
+                     "(pass --no-force-exclude to rewrite it)")
+                continue
             if _take(root, roots, seen, warn):
                 yield root
             continue

@@ -22,7 +22,7 @@ from .analysis.project import FileRole, ProjectIndex
 from .config import Config
 from .findings import Finding
 from .interrupts import pool_options
-from .source_file import decode_source, write_atomic
+from .source_file import decode_source, unencodable, wide_encoding_problem, write_atomic
 
 Mode = Literal["write", "diff", "check"]
 CHUNK_MAX = 16  # files per task: enough to hide the hand-off, few enough to balance the workers
@@ -79,6 +79,8 @@ def transform_bytes(data: bytes, path: str, config: Config, role: FileRole | Non
     """The engine's verdict on a file's bytes, and whether it may be cached (it depends on
     nothing but its key: no internal error, which a fixed devmod should not repeat)."""
     if b"torch" not in data:
+        if problem := wide_encoding_problem(data):
+            return Outcome(error=f"0:0: {problem}"), True
         return Outcome(skipped="does not use torch"), True
     try:
         text = decode_source(data)
@@ -100,9 +102,7 @@ def transform_bytes(data: bytes, path: str, config: Config, role: FileRole | Non
         try:
             new_data = text.encode(result.output)
         except UnicodeEncodeError as exc:  # e.g. a --device-name latin-1 cannot hold
-            bad = exc.object[exc.start:exc.end]
-            return Outcome(error=f"0:0: cannot encode the rewrite in the file's encoding {text.encoding}: "
-                                 f"{bad!r} ({exc.reason})"), True
+            return Outcome(error=f"0:0: {unencodable(exc, text.encoding)}"), True
         if new_data != data:
             outcome.new_data = new_data
     return outcome, True

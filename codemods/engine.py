@@ -8,6 +8,7 @@ run is a no-op), re-parse the output, and only then hand it back.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
+from .analysis.candidates import FileFacts
 from .analysis.project import FileRole, ProjectIndex
 from .comments import lost_comments
 from .config import Config
@@ -32,6 +34,8 @@ from .suppression import read_suppressions
 MAX_PASSES = 5
 fast_visit.install()  # read-only libcst traversals (the metadata) stop copying the tree
 SHARED_DEVICE_CODE = "DM101"  # runs whenever another rule needs the shared variable
+# Benchmarks and the equivalence check turn the prefilter off to compare (never needed otherwise).
+NO_PREFILTER_ENV = "DEVMOD_NO_PREFILTER"
 
 
 class SourceError(Exception):
@@ -103,13 +107,15 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
                           "choose another with --device-name", conflict[1], 1)
     code, tail = split_trailing_comments(source)  # comment lines after the code are put back as they were
     pad = eof_padding(code)
+    chosen = active_rules(config, rules)
     with deep_recursion():
-        module = parse(code + pad)
         if role is None:
             role = ProjectIndex.build([(path, source)]).role_for(path)
+        if not may_need_libcst(tree, code + pad, chosen, config, role):
+            return TransformResult(source, source)  # no rule can act here: what the full run gives
+        module = parse(code + pad)
         # The rules see the text libcst parsed (code + pad); the tail goes back on afterwards.
-        module, findings, output = _run_passes(module, active_rules(config, rules), config, suppressions,
-                                               code + pad, role, allow)
+        module, findings, output = _run_passes(module, chosen, config, suppressions, code + pad, role, allow)
     output = (output[: len(output) - len(pad)] if pad and output.endswith(pad) else output) + tail
     if not any(f.fixed for f in findings):
         output = source  # no fix, no write: libcst's round trip is not always exact
@@ -137,6 +143,19 @@ def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], confi
 
 def _triggered(rule: type[Rule], source: str) -> bool:
     return rule.CODE == SHARED_DEVICE_CODE or not rule.TRIGGERS or any(t in source for t in rule.TRIGGERS)
+
+
+def may_need_libcst(tree: ast.Module, text: str, rules: Sequence[type[Rule]], config: Config,
+                    role: FileRole) -> bool:
+    """Could any of ``rules`` fix or report something in this file? Each rule answers from the
+    ``ast`` tree (``Rule.may_apply``), after its text trigger; False skips libcst altogether.
+
+    A pass where no rule acts changes nothing, so no later pass can give another rule a
+    reason to act: the first pass decides for the whole file."""
+    if os.environ.get(NO_PREFILTER_ENV):
+        return True
+    facts = FileFacts(tree, text, role, config.device_name)
+    return any(_triggered(rule, text) and rule.may_apply(facts) for rule in rules)
 
 
 def parse(source: str) -> cst.Module:

@@ -13,6 +13,7 @@ fix that needs it and is shown in that fix's hunk.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -23,7 +24,7 @@ from .config import Config
 from .driver import FileReport, unified_diff
 from .engine import SourceError, TransformResult, transform_source
 from .rules import all_rules
-from .source_file import decode_source, write_atomic
+from .source_file import decode_source, unencodable, wide_encoding_problem, write_atomic
 
 Key = tuple[str, int, int, str]  # (code, line, column, message) in the file as read
 SHARED_DEVICE = "DM101"
@@ -175,9 +176,11 @@ def _review_file(path: str, config: Config, role, session: Session) -> FileRepor
         return report
     try:
         with open(path, "rb") as handle:
+            read_stat = os.fstat(handle.fileno())  # an edit saved while the user reviews is a conflict
             data = handle.read()
         if b"torch" not in data:
-            report.skipped = "does not use torch"
+            report.error = f"0:0: {problem}" if (problem := wide_encoding_problem(data)) else None
+            report.skipped = None if report.error else "does not use torch"
             return report
         text = decode_source(data)
     except OSError as exc:
@@ -197,10 +200,14 @@ def _review_file(path: str, config: Config, role, session: Session) -> FileRepor
     output = final.result.output
     session.skipped += len(review.declined)
     report.findings, report.skipped = final.result.findings, final.result.skipped
-    new_data = text.encode(output)
+    try:
+        new_data = text.encode(output)
+    except UnicodeEncodeError as exc:  # a --device-name the file's encoding cannot hold
+        report.error = f"0:0: {unencodable(exc, text.encoding)}"
+        return report
     if output != text.text and new_data != data:
         try:
-            write_atomic(path, new_data)
+            write_atomic(path, new_data, expected=(data, read_stat))
             report.changed = True
         except OSError as exc:
             report.error = f"0:0: cannot write: {exc.strerror or exc}"

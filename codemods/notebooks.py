@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -425,6 +426,7 @@ def process_notebook(path: str, config: Config, mode: str) -> FileReport:
     report = FileReport(path)
     try:
         with open(path, "rb") as handle:
+            read_stat = os.fstat(handle.fileno())  # Jupyter's autosave meanwhile is a conflict, not overwritten
             data = handle.read()
     except OSError as exc:
         report.error = f"0:0: cannot read: {exc.strerror or exc}"
@@ -457,7 +459,7 @@ def process_notebook(path: str, config: Config, mode: str) -> FileReport:
         report.diff = cell_diff(result, path)
     elif mode == "write":
         try:
-            write_atomic(path, result.output.encode("utf-8"))
+            write_atomic(path, result.output.encode("utf-8"), expected=(data, read_stat))
         except OSError as exc:
             report.error = f"0:0: cannot write: {exc.strerror or exc}"
             report.changed = False

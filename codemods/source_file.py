@@ -58,6 +58,22 @@ def decode_source(data: bytes) -> SourceText:
     return SourceText(body.decode(encoding), encoding, bom)
 
 
+def wide_encoding_problem(data: bytes) -> str | None:
+    """Why a file that mentions torch in UTF-16 or UTF-32 (an editor's "Unicode" setting) cannot be
+    processed: CPython cannot read such source, and the fast ``b"torch" in data`` test misses it, so
+    without this the file would be skipped as if it did not use torch."""
+    if b"t\x00o\x00r\x00c\x00h" in data or b"t\x00\x00\x00o\x00\x00\x00r\x00\x00\x00c" in data:
+        return ("cannot decode: the file is UTF-16 or UTF-32 encoded, which Python cannot read as source; "
+                "save it as UTF-8")
+    return None
+
+
+def unencodable(exc: UnicodeEncodeError, encoding: str) -> str:
+    """Why a rewrite cannot be written in the file's encoding (a ``--device-name`` latin-1 cannot hold)."""
+    bad = exc.object[exc.start:exc.end]
+    return f"cannot encode the rewrite in the file's encoding {encoding}: {bad!r} ({exc.reason})"
+
+
 class WriteRefused(OSError):
     """The file is left as it is on disk: read-only, or changed by someone else since it was read."""
 

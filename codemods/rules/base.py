@@ -17,6 +17,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from ..analysis.devices import DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name, user_chosen_device
+from ..analysis.candidates import FileFacts
 from ..analysis.groups import Group, model_groups
 from ..analysis.names import torch_module_alias
 from ..analysis.project import FileRole
@@ -90,6 +91,13 @@ class Rule(VisitorBasedCodemodCommand):
         cst.CSTTransformer.__init__(self)
         self.DESCRIPTION = f"{self.CODE} {self.SUMMARY}"
         self.state: RunState = context.scratch.setdefault(STATE_KEY, RunState())
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        """False only when this rule certainly records no fix and no finding in the file, judged
+        from its ``ast`` tree before libcst parses it (see analysis/candidates.py). A rule that
+        does not say stays a candidate for every file."""
+        return True
 
     @classmethod
     def documentation(cls) -> str:

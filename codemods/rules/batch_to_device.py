@@ -32,10 +32,12 @@ the top of the loop body.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
+from ..analysis.candidates import FileFacts, may_iterate_loader
 from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import (BatchShape, Loader, batch_shape, cpu_only_lengths, evidence, find_loader,
                               moved_in, plain_names, unpacking)
@@ -56,6 +58,12 @@ class BatchToDevice(Rule):
     SUMMARY = "loops over a DataLoader move each batch to the device at the top of the body"
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
     ORDER = 45
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # A ``for`` loop outside methods over a name or a ``DataLoader(...)`` (maybe wrapped).
+        return any(facts.place(loop)[0] in ("module", "function") and may_iterate_loader(facts, loop.iter)
+                   for loop in facts.nodes(ast.For, ast.AsyncFor))
 
     def visit_Module(self, node: cst.Module) -> bool:
         super().visit_Module(node)

@@ -17,9 +17,12 @@ that should follow a single shared ``torch.device``. ``.to(device)`` works on bo
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ..analysis.candidates import FileFacts, method_name
 from ..analysis.scopes import scope_bindings
 from ..analysis.tree import ancestors, code_of, mentions_name, walk
 from ..analysis.names import method_call, qualified_names
@@ -33,6 +36,11 @@ class CudaCall(Rule):
     ERROR = "AssertionError: Torch not compiled with CUDA enabled"
     TRIGGERS = (".cuda(", "cuda.is_available()")
     ORDER = 20
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # A ``.cuda(...)`` call, or a conditional expression (both branches of a CUDA check).
+        return bool(facts.nodes(ast.IfExp)) or any(method_name(c) == "cuda" for c in facts.calls())
     REPLACES_CUDA = True
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

@@ -32,9 +32,12 @@ parameters or attributes (unknown), and files that set a default device.
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ..analysis.candidates import FileFacts, method_name
 from ..analysis.devices import is_torch_device_call
 from ..analysis.modules import attribute_assignments, class_family, registered_names
 from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
@@ -65,6 +68,17 @@ class CudaIndexCpuTensor(Rule):
     ERROR = "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)"
     TRIGGERS = ("device", ".cuda(")
     ORDER = 70
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # ``table[index]`` with an index that may be on a device (a ``.to``/``.cuda`` call, a
+        # call with ``device=``, or a name assigned one) and a table that may be on the CPU.
+        for node in facts.nodes(ast.Subscript):
+            if isinstance(node.slice, ast.Slice) or not _may_be_cpu_table(node.value):
+                continue
+            if _may_be_on_device(facts, node.slice, 0, set()):
+                return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._default_device = any(call in self.module_text(node) for call in _DEFAULT_DEVICE_CALLS)
@@ -289,3 +303,27 @@ def _moves_itself(klass: cst.ClassDef) -> bool:
 
 def _all_assign_targets(module: cst.Module):
     return (n for n in walk(module) if isinstance(n, cst.Assign))
+
+
+def _may_be_on_device(facts: FileFacts, expr: ast.AST, depth: int, seen: set[str]) -> bool:
+    """A superset of ``_on_device`` on the ``ast`` tree."""
+    if depth > _MAX_DEPTH:
+        return False
+    while isinstance(expr, ast.Call):
+        method = method_name(expr)
+        if method in ("cuda", "to") or "device" in {k.arg for k in expr.keywords}:
+            return True
+        if method not in _SAME_DEVICE_METHODS:
+            return False
+        expr = expr.func.value  # type: ignore[attr-defined]
+    if isinstance(expr, ast.Name) and expr.id not in seen and not facts.parameter_here(expr):
+        seen.add(expr.id)
+        return any(_may_be_on_device(facts, value, depth + 1, seen) for value in facts.assigned_values(expr.id))
+    return False
+
+
+def _may_be_cpu_table(expr: ast.AST) -> bool:
+    """What ``_on_cpu`` may accept: calls, arithmetic, subscripts, names and ``self.<attribute>``."""
+    if isinstance(expr, ast.Attribute):
+        return isinstance(expr.value, ast.Name) and expr.value.id == "self"
+    return isinstance(expr, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Name))

@@ -34,11 +34,14 @@ wrapping; models that come from elsewhere (parameters, attributes).
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from ..analysis.candidates import FileFacts
 from ..analysis.devices import is_torch_device_call
 from ..analysis.names import dotted, keyword, method_call, positional
-from ..analysis.roles import builds_model, places_itself, wrapper_kind
+from ..analysis.roles import DATA_PARALLEL, DISTRIBUTED_DATA_PARALLEL, builds_model, places_itself, wrapper_kind
 from ..analysis.tensors import chain_top
 from ..analysis.tree import ancestors, walk
 from .base import Invalid, Rule, Valid
@@ -56,6 +59,15 @@ class DataParallelOrder(Rule):
              "but found one of them on device: cpu")
     TRIGGERS = ("DataParallel",)
     ORDER = 70
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # ``nn.DataParallel(model, ...)`` / ``DistributedDataParallel(model, ...)`` of a plain name.
+        for call in facts.calls_of(*DATA_PARALLEL, *DISTRIBUTED_DATA_PARALLEL):
+            first = next((a for a in call.args if not isinstance(a, ast.Starred)), None)
+            if isinstance(first, ast.Name):
+                return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         kind = wrapper_kind(self.metadata, node)

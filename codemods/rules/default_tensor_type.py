@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.candidates import FileFacts
 from ..analysis.devices import is_torch_device_call
 from ..analysis.names import keyword, positional, qualified_names
 from .base import Invalid, Rule, Valid
@@ -43,6 +44,10 @@ class DefaultTensorType(Rule):
     ERROR = "RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'"
     TRIGGERS = ("set_default_tensor_type", "set_default_device")
     ORDER = 70
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        return any(True for _ in facts.calls_of(_SET_TYPE, _SET_DEVICE))
 
     def visit_Call(self, node: cst.Call) -> None:
         names = qualified_names(self.metadata, node.func)

@@ -18,8 +18,11 @@ device" (or the wrong dtype).
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from ..analysis.candidates import FileFacts, method_name
 from ..analysis.tensors import CONVERSION_METHODS, flows_only_to_cpu_name, surely_tensor_variable
 from .base import Invalid, Rule, Valid
 
@@ -32,6 +35,19 @@ class DiscardedTo(Rule):
     TRIGGERS = (".to(", ".cpu(", ".cuda(", ".float(", ".double(", ".half(", ".bfloat16(", ".long(", ".int(",
                 ".short(", ".bool(", ".byte(", ".char(")
     ORDER = 42
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # An expression statement ``x.to(...)`` / ``x.float().cuda()`` on a plain name.
+        for statement in facts.nodes(ast.Expr):
+            node = statement.value
+            if method_name(node) not in CONVERSION_METHODS:
+                continue
+            while method_name(node) in CONVERSION_METHODS:
+                node = node.func.value
+            if isinstance(node, ast.Name):
+                return True
+        return False
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.BaseSmallStatement:
         name = _converted_name(original_node.value)

@@ -31,21 +31,25 @@ right device is also faster than creating it on the CPU and copying it
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
+from ..analysis.candidates import FileFacts, keywords, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
 from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes
 from ..analysis.loops import packs_sequences
-from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
+from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
     moved_in_chain, assigned_name, chain_top, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
+_PLACING = frozenset({"device", "out", "generator", "pin_memory", None})  # ``None``: ``**kwargs``
 _MAX_REBINDINGS = 4  # ``x = f(x)`` steps followed before the move
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
 _NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
@@ -72,6 +76,30 @@ class FactoryDevice(Rule):
     SUMMARY = "tensor factories (`torch.zeros`, `randn`, `arange`, ...) in device code get `device=`"
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
     ORDER = 30
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        factories, definitions = tensor_factories(), None
+        for call in facts.calls():
+            names = facts.qnames(call.func)
+            if names & factories and not keywords(call) & _PLACING:
+                # a factory that may take ``device=``: where a device may be found, or folded
+                # into a ``.to(<device>)`` right after it (anywhere)
+                if facts.may_get_device(call) or _may_fold(facts, call):
+                    return True
+            if names & HOST_MAKERS or (isinstance(call.func, ast.Name) and call.func.id in facts.role.tensor_helpers) \
+                    or (method_name(call) == "type" and len(call.args) == 1 and facts.qnames(call.args[0]) & HOST_MAKERS):
+                if facts.may_get_device(call):
+                    return True
+            if method_name(call) == "to" and len(call.args) == 1 and not call.keywords:
+                # ``t.to(device)`` in a model's forward path with the module's global device
+                argument = call.args[0].value if isinstance(call.args[0], ast.Starred) else call.args[0]
+                kind, function = facts.place(call)
+                if isinstance(argument, ast.Name) and kind == "model" and function.name != "__init__":  # type: ignore[union-attr]
+                    definitions = facts.device_definition_names() if definitions is None else definitions
+                    if argument.id in definitions:
+                        return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._model_names: set[str] | None = None  # computed on the first from_numpy
@@ -727,3 +755,14 @@ def _is_attribute_name(metadata, node: cst.Name) -> bool:
     parent = metadata[ParentNodeProvider].get(node)
     return (isinstance(parent, cst.Attribute) and parent.attr is node) or \
         (isinstance(parent, cst.Arg) and parent.keyword is node)
+
+
+def _may_fold(facts: FileFacts, factory: ast.Call) -> bool:
+    """``torch.zeros(n).to(<device>)``, which ``_fold_to`` folds wherever it is."""
+    attribute = facts.parent.get(factory)
+    outer = facts.parent.get(attribute) if isinstance(attribute, ast.Attribute) and attribute.attr == "to" else None
+    if not (isinstance(outer, ast.Call) and outer.func is attribute and len(outer.args) == 1 and not outer.keywords):
+        return False
+    value = outer.args[0]
+    return isinstance(value, ast.Name) or (isinstance(value, ast.Attribute) and value.attr == "device") or (
+        isinstance(value, ast.Call) and "torch.device" in facts.qnames(value.func))

@@ -27,11 +27,13 @@ and changes ``state_dict()`` keys.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from ..analysis.candidates import FileFacts
 from ..analysis.names import dotted, keyword, last_part, qualified_names
 from ..analysis.roles import MODEL_FACTORY_PREFIXES, is_loss_constructor, is_torch_nn_class
 from ..analysis.tree import ancestors, code_of, walk
@@ -57,6 +59,29 @@ class LayerInForward(Rule):
     ERROR = "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same"
     TRIGGERS = ("forward",)
     ORDER = 70
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # A call that may build a layer with weights, in a method other than ``__init__`` of a
+        # class that may be a model.
+        for call in facts.calls():
+            if not isinstance(call.func, (ast.Name, ast.Attribute)):
+                continue
+            names = facts.qnames(call.func)
+            layers = {n.rsplit(".", 1)[-1] for n in names if n.startswith("torch.nn.") and n.count(".") == 2}
+            if not (any(n[:1].isupper() and not _PARAMETER_FREE.fullmatch(n) for n in layers)
+                    or any(n.startswith(MODEL_FACTORY_PREFIXES[:2]) for n in names)
+                    or isinstance(call.func, ast.Name) and call.func.id in facts.model_classes):
+                continue
+            method = None
+            for parent in facts.ancestors(call):
+                if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    method = parent
+                elif isinstance(parent, ast.ClassDef):
+                    if method is not None and method.name != "__init__" and parent.name in facts.model_classes:
+                        return True
+                    break
+        return False
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._runtime: dict[str, set[str]] = {}

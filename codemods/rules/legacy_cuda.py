@@ -30,12 +30,14 @@ the use is reported.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Mapping
 
 import libcst as cst
 from libcst.metadata import Assignment, ParentNodeProvider, ScopeProvider
 
+from ..analysis.candidates import FileFacts
 from ..analysis.loops import loader_source
 from ..analysis.modules import called_on_import, single_assigned_value
 from ..analysis.names import dotted, keyword, keyword_arg, method_call, positional, qualified_names, \
@@ -94,6 +96,21 @@ class LegacyCuda(Rule):
     ERROR = "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same"
     TRIGGERS = ("Tensor", "Variable")
     ORDER = 15
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # Every fix and report needs a CUDA tensor type (``torch.cuda.FloatTensor``, also as a
+        # string in ``.type(...)``) or ``torch.autograd.Variable``.
+        if "cuda" not in facts.text and "Variable" not in facts.text:
+            return False
+        wanted = VARIABLE | {f"torch.cuda.{kind}" for kind in LEGACY_DTYPES}
+        if any((node.attr in LEGACY_DTYPES or node.attr == "Variable") and facts.qnames(node) & wanted
+               for node in facts.nodes(ast.Attribute)):
+            return True
+        if any(facts.qnames(node) & wanted for node in facts.nodes(ast.Name)):
+            return True
+        return any(isinstance(node.value, str) and node.value.startswith("torch.cuda.")
+                   for node in facts.nodes(ast.Constant))
     REPLACES_CUDA = True
 
     # -- planning -------------------------------------------------------------------------------

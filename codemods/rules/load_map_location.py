@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.candidates import FileFacts
 from ..analysis.names import keyword, positional, qualified_names
 from ..analysis.scopes import ScopeKind
 from ..analysis.tensors import bound_before
@@ -36,6 +37,10 @@ class LoadMapLocation(Rule):
              "torch.cuda.is_available() is False")
     TRIGGERS = ("load",)
     ORDER = 35
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        return any(True for _ in facts.calls_of("torch.load"))
     REPLACES_CUDA = True
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:

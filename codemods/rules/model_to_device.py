@@ -32,9 +32,12 @@ built, before an optimizer is made from its parameters, is the expert fix.
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ..analysis.candidates import FileFacts, chain, may_build_model
 from ..analysis.names import keyword, method_call, positional
 from ..analysis.roles import builds_model, loss_weight_argument, model_variables, places_itself, wrapper_kind
 from ..analysis.scopes import ScopeKind, scope_bindings
@@ -51,6 +54,19 @@ class ModelToDevice(Rule):
     SUMMARY = "a model (or a loss with a weight tensor) built in training code gets `.to(device)` once"
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
     ORDER = 40
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # Every fix and report starts from an assignment in training code (no class around it)
+        # whose value builds a model, a wrapper or a loss (maybe in a chain, a list or a tuple).
+        for node in facts.nodes(ast.Assign, ast.AnnAssign):
+            value = node.value
+            if value is None or facts.in_class(node):
+                continue
+            for element in value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]:
+                if any(may_build_model(facts, call) for call in chain(element)):
+                    return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> bool:
         visit = super().visit_Module(node)

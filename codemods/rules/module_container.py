@@ -22,9 +22,12 @@ key must be a string without dots), and containers used with list/dict methods t
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from ..analysis.candidates import FileFacts, dotted as ast_dotted, init_assignment, method_name
 from ..analysis.modules import attribute_uses, class_family, init_attribute, nn_alias, only_binding
 from ..analysis.names import dotted
 from ..analysis.roles import builds_model
@@ -47,6 +50,32 @@ class ModuleContainer(Rule):
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
     TRIGGERS = ("self.",)
     ORDER = 26
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # ``self.x = [<calls>]`` / a dict or comprehension of calls / ``[]`` filled by
+        # ``self.x.append(<call>)``, in the ``__init__`` of a class that may be a model.
+        for node in facts.nodes(ast.Assign):
+            if not init_assignment(facts, node):
+                continue
+            value = node.value
+            if isinstance(value, ast.List) and not value.elts:
+                attribute = node.targets[0].attr  # type: ignore[attr-defined]
+                if any(method_name(c) == "append" and ast_dotted(c.func.value) == f"self.{attribute}"  # type: ignore[attr-defined]
+                       and len(c.args) == 1 and isinstance(c.args[0], ast.Call) for c in facts.calls()):
+                    return True
+            elif isinstance(value, ast.List):
+                if all(isinstance(e, ast.Call) for e in value.elts):
+                    return True
+            elif isinstance(value, ast.Dict):
+                if value.values and all(k is not None for k in value.keys) \
+                        and all(isinstance(v, ast.Call) for v in value.values):
+                    return True
+            elif isinstance(value, ast.ListComp) and isinstance(value.elt, ast.Call):
+                return True
+            elif isinstance(value, ast.DictComp) and isinstance(value.value, ast.Call):
+                return True
+        return False
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         place = self.devices.place(original_node)

@@ -17,6 +17,7 @@ from typing import Mapping
 
 import libcst as cst
 
+from ..analysis.candidates import FileFacts, method_name
 from ..analysis.modules import called_on_import, single_assigned_value
 from ..analysis.names import keyword, method_call, positional, qualified_names
 from ..analysis.roles import builds_model
@@ -46,6 +47,10 @@ class NumpyCpu(Rule):
     ERROR = "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
     TRIGGERS = (".numpy()",)
     ORDER = 36
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        return any(method_name(c) == "numpy" and not c.args and not c.keywords for c in facts.calls())
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not method_call(original_node, "numpy") or original_node.args:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.candidates import FileFacts, method_name
 from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
 from ..analysis.tensors import is_dtype
 from ..analysis.tree import ancestors, children_of, walk
@@ -47,6 +48,12 @@ class OptimizerStateOrder(Rule):
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
     TRIGGERS = ("load_state_dict",)
     ORDER = 70
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # ``opt.load_state_dict(...)`` and an optimizer built from ``torch.optim``.
+        return any(method_name(c) == "load_state_dict" for c in facts.calls()) \
+            and facts.any_call_named(lambda name: name.startswith("torch.optim."))
 
     def visit_Call(self, node: cst.Call) -> None:
         if not method_call(node, "load_state_dict"):

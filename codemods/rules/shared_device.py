@@ -23,6 +23,7 @@ from typing import Sequence
 import libcst as cst
 from libcst.metadata import GlobalScope, ScopeProvider
 
+from ..analysis.candidates import FileFacts
 from ..analysis.devices import movable
 from ..analysis.names import dotted
 from ..analysis.scopes import is_main_guard
@@ -50,6 +51,12 @@ class SharedDevice(Rule):
     SUMMARY = "one `device = torch.device(...)` per file, after the imports, reused by every fix"
     ERROR = "NameError: name 'device' is not defined / tensors on different devices"
     ORDER = 90  # last: it defines what the other rules referenced in this pass
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # It acts only on loads of the shared name (the configured one or a device the file
+        # defines) that resolve to the module's binding.
+        return facts.global_loads(facts.shared_names())
 
     def visit_Module(self, node: cst.Module) -> bool:
         super().visit_Module(node)

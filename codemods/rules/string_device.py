@@ -27,9 +27,12 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
+from ..analysis.candidates import CUDA_STRINGS, FileFacts, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, hardcoded_cuda, is_torch_device_call
 from ..analysis.names import keyword, positional, qualified_names
 from ..analysis.tree import walk
@@ -48,6 +51,17 @@ class StringDevice(Rule):
     ERROR = "RuntimeError: Found no NVIDIA driver on your system / Expected all tensors to be on the same device"
     TRIGGERS = ("cuda",)
     ORDER = 10
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # A "cuda" / "cuda:0" literal where ``hardcoded_cuda`` may read it (every fix and report
+        # needs one), or a variable bound to ``torch.device(...)``, whose comparisons with
+        # strings are fixed or reported.
+        for node in facts.nodes(ast.Constant):
+            if isinstance(node.value, str) and node.value in CUDA_STRINGS and _may_be_device_position(facts, node):
+                return True
+        return any(len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and isinstance(a.value, ast.Call)
+                   and "torch.device" in facts.qnames(a.value.func) for a in facts.nodes(ast.Assign))
     REPLACES_CUDA = True
 
     def visit_Module(self, node: cst.Module) -> bool:
@@ -260,3 +274,17 @@ pinned = device == "cuda"
             'import torch\ndev = "cuda"\nprint(dev.upper())\nx = torch.ones(2, device=dev)\n',
         ),
     ]
+
+
+def _may_be_device_position(facts: FileFacts, literal: ast.Constant) -> bool:
+    """Where DM102 may read a CUDA literal: an assigned value, a ``device=`` / ``map_location=``
+    argument, an argument of ``.to(...)`` / ``torch.load(...)``, a parameter default, or inside
+    ``torch.device(...)`` (which may sit in one of those)."""
+    parent = facts.parent.get(literal)
+    if isinstance(parent, (ast.Assign, ast.arguments)):
+        return True
+    if isinstance(parent, ast.keyword):
+        return parent.arg in DEVICE_KEYWORDS
+    if isinstance(parent, ast.Call) and literal in parent.args:
+        return method_name(parent) == "to" or bool(facts.qnames(parent.func) & {"torch.load", "torch.device"})
+    return False

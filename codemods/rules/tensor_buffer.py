@@ -25,8 +25,11 @@ buffer also follows ``model.half()`` / ``model.double()``, as parameters do.
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from ..analysis.candidates import FileFacts, init_assignment, may_be_tensor
 from ..analysis.modules import init_attribute, only_binding
 from ..analysis.names import keyword_arg
 from ..analysis.tensors import is_surely_tensor
@@ -40,6 +43,12 @@ class TensorBuffer(Rule):
     ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices"
     TRIGGERS = ("self.",)
     ORDER = 25
+
+    @classmethod
+    def may_apply(cls, facts: FileFacts) -> bool:
+        # ``self.x = <maybe a tensor>`` in the ``__init__`` of a class that may be a model.
+        return any(init_assignment(facts, node) and may_be_tensor(facts, node.value)
+                   for node in facts.nodes(ast.Assign))
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                   updated_node: cst.SimpleStatementLine):

@@ -219,12 +219,17 @@ class FileFacts:
         if any(self._local_device(f) for f in functions):
             return True
         if kind == "function":
+            if self._in_main_block(functions[-1]):
+                return True  # defined inside the main block: driver code
             if self.role.imported or functions[-1].name not in self.role.driver_functions:  # type: ignore[attr-defined]
                 return any(self._tensor_parameter(f) for f in functions)
             return True
-        return not self.role.imported or any(
-            isinstance(p, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(p.test))
-            for p in self.ancestors(node))
+        return not self.role.imported or self._in_main_block(node)
+
+    def _in_main_block(self, node: ast.AST) -> bool:
+        return any(isinstance(p, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__"
+                                                 for n in ast.walk(p.test))
+                   for p in self.ancestors(node))
 
     def _local_device(self, function: ast.AST) -> bool:
         """A device parameter, or a device the function defines at its top (``_function_device_name``)."""

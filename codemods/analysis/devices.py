@@ -301,9 +301,11 @@ class DeviceLookup:
         if place.kind is ScopeKind.FUNCTION and not replaces_cuda:
             outer = functions[-1]
             # A function in a file others import stays library code even when its own main block
-            # calls it: ``from models.dla import test; test()`` must keep working.
-            if self.role.imported or not (outer.name.value in self.role.driver_functions
-                                          and self._uses_device(outer)):
+            # calls it: ``from models.dla import test; test()`` must keep working. One defined
+            # inside the main block exists only there: it is driver code.
+            driver = self._in_main_block(outer) or (not self.role.imported
+                                                    and outer.name.value in self.role.driver_functions)
+            if not (driver and self._uses_device(outer)):
                 tensor = self._helper_tensor_parameter(functions)
                 return cst.Attribute(cst.Name(tensor), cst.Name("device")) if tensor else None
         elif place.kind is ScopeKind.MODULE and not replaces_cuda and self.role.imported \

@@ -19,7 +19,7 @@ Syntax only, through libcst's scope analysis; "don't know" never moves anything.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
@@ -58,6 +58,7 @@ class HeldOut:
     line: int
     blockers: list[int] = field(default_factory=list)
     unpacked: bool = False  # ``x, y = make_batch()``: moved by a line after the statement
+    unplaceable: bool = False  # made where devmod places nothing (library code): it cannot move
 
 
 @dataclass
@@ -73,20 +74,27 @@ class Group:
 
     def why(self) -> str:
         """Which values hold the group back, for the report."""
-        parts = [f"devmod cannot tell whether `{h.name}` (line {h.line}) may move to the device: it is also "
-                 f"used at line {', '.join(str(b) for b in sorted(set(h.blockers)))}"
-                 for h in sorted(self.held_out, key=lambda h: h.line) if h.blockers]
+        parts = []
+        for h in sorted(self.held_out, key=lambda h: h.line):
+            if h.unplaceable:
+                parts.append(f"`{h.name}` (line {h.line}) is made in library code, where devmod adds no device")
+            elif h.blockers:
+                parts.append(f"devmod cannot tell whether `{h.name}` (line {h.line}) may move to the device: it is "
+                             f"also used at line {', '.join(str(b) for b in sorted(set(h.blockers)))}")
         if not parts:
             parts = ["it shares its data or its parts with a model whose group stays"]
         return "; ".join(parts)
 
 
 def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpers: frozenset[str],
-                 numpy_fixed: bool) -> dict[cst.Assign, Group]:
+                 numpy_fixed: bool, placeable: Callable[[cst.CSTNode], bool] = lambda node: True,
+                 ) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
-    on, so a ``.numpy()`` of a moved value gets ``.cpu()`` and stays fine."""
+    on, so a ``.numpy()`` of a moved value gets ``.cpu()`` and stays fine. ``placeable``: may
+    a fix add a placement at this statement (driver code)? A value that cannot move holds
+    its group back."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
     finder.tuple_helpers = finder.tuple_helpers_of(module)
     finder.packs = packs_sequences(metadata, module)
@@ -103,6 +111,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     finder.model_names = {s.targets[0].target.value for s in groups}  # type: ignore[attr-defined]
     for statement in groups:
         groups[statement] = finder.group(statement)
+        for held in groups[statement].held_out:
+            held.unplaceable = not placeable(held.statement)
     _block_together(groups, _parts(metadata, groups))
     return groups
 
@@ -148,7 +158,7 @@ def _block_together(groups: dict[cst.Assign, Group], links: list[tuple[Group, Gr
     together or not at all. A model the author placed already is on its device whatever
     devmod does: its group is never held back."""
     for group in groups.values():
-        group.blocked = not group.placed and any(h.blockers for h in group.held_out)
+        group.blocked = not group.placed and any(h.blockers or h.unplaceable for h in group.held_out)
     changed = True
     while changed:
         changed = False

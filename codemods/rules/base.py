@@ -134,7 +134,8 @@ class Rule(VisitorBasedCodemodCommand):
         cached = self.state.groups
         if cached is None or cached[0] is not self.tree:
             groups = model_groups(self.metadata, self.tree, self.facts, self.state.role.tensor_helpers,
-                                  numpy_fixed=self.state.config.enabled("DM303"))
+                                  numpy_fixed=self.state.config.enabled("DM303"),
+                                  placeable=lambda node: self.devices.expression_for(node) is not None)
             cached = self.state.groups = (self.tree, groups)
         return cached[1]
 

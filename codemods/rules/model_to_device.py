@@ -468,6 +468,25 @@ class ModelToDevice(Rule):
             "data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))\nheld = data.tensors[0][:8]\n"
             "net = nn.Linear(3, 1)\nprint(net(held))\nplt.plot(held[:, 0])\n",
         ),
+        # a test function defined inside the main block is driver code: its inputs move with the model
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\ndef probe_rows(n):\n    return torch.FloatTensor([[0.5] * 4] * n)\n\n"
+            'if __name__ == "__main__":\n    net = nn.Linear(4, 2)\n\n    def check(n):\n'
+            "        rows = probe_rows(n)\n        return net(rows)\n\n    print(check(2))\n",
+            "import torch\nimport torch.nn as nn\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+            "def probe_rows(n):\n    return torch.FloatTensor([[0.5] * 4] * n)\n\n"
+            'if __name__ == "__main__":\n    net = nn.Linear(4, 2).to(device)\n\n    def check(n):\n'
+            "        rows = probe_rows(n).to(device)\n        return net(rows)\n\n    print(check(2))\n",
+        ),
+        # ... but inputs made in a library function (a class method calls it too) cannot move:
+        # the model stays with them, and the group is reported
+        Invalid(
+            "import numpy as np\nimport torch\nimport torch.nn as nn\n\ndef score():\n"
+            "    rows = torch.from_numpy(np.ones((2, 4), dtype=np.float32))\n    return net(rows)\n\n"
+            "class Probe:\n    def run(self):\n        return score()\n\n"
+            'if __name__ == "__main__":\n    net = nn.Linear(4, 2)\n    print(score())\n',
+        ),
         # DistributedDataParallel: the rank's device is not the shared one; report only
         Invalid(
             "import torch\nimport torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"

@@ -19,7 +19,8 @@ from .tree import ancestors, in_source_order, line_of, walk
 
 _CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler")
 # Libraries that turn their argument into a NumPy array: a CUDA tensor fails there.
-_CPU_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "seaborn.", "PIL.", "cv2.")
+# ``math`` reads Python numbers: one device sync per element on a GPU.
+_CPU_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "seaborn.", "PIL.", "cv2.", "math.")
 # Attributes and methods that read a tensor's metadata, never its data.
 _METADATA_ATTRIBUTES = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda"})
 _CPU_METHODS = frozenset({"numpy", "tolist", "item", "cpu"})
@@ -124,13 +125,35 @@ def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
     leaving it on the CPU never introduces a new error.
     """
     top = _arithmetic_top(metadata, chain_top(metadata, call))
-    if _consumed_on_cpu(metadata, top) or _used_as_index(metadata, top):
+    if _consumed_on_cpu(metadata, top) or _used_as_index(metadata, top) or _read_by_cpu_library(metadata, call):
         return True
     name = assigned_name(metadata, call, through_arithmetic=True)
     if name is not None and any(_consumed_on_cpu(metadata, use) or _used_as_index(metadata, use)
-                                for use in uses_of_binding(metadata, name)):
+                                or _read_by_cpu_library(metadata, use) for use in uses_of_binding(metadata, name)):
         return True
     return _cpu_bound(metadata, call, 0)
+
+
+def _read_by_cpu_library(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """``plt.axis(torch.tensor(box) * zoom)``, ``math.sin(angles[i])``: whatever the value is
+    combined with or indexed by, the result goes to NumPy or Python numbers. On the CPU that
+    works; on the GPU it fails (or syncs per element), so the tensor stays."""
+    parents = metadata[ParentNodeProvider]
+    current = chain_top(metadata, node)
+    while True:
+        parent = parents.get(current)
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)) \
+                or (isinstance(parent, cst.Subscript) and parent.value is current):
+            current = chain_top(metadata, parent)
+            continue
+        break
+    if not isinstance(parent, cst.Arg):
+        return False
+    call = parents.get(parent)
+    if not isinstance(call, cst.Call):
+        return False
+    names = qualified_names(metadata, call.func) | {dotted(call.func) or ""}
+    return any(n.startswith(_CPU_LIBRARIES) for n in names)
 
 
 _MAX_FLOW_DEPTH = 3  # assignments followed from a factory to where its data ends up

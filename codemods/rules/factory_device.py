@@ -26,7 +26,9 @@ right device is also faster than creating it on the CPU and copying it
   (they run before the function's device exists), ``*_like`` and ``x.new_*`` (they
   follow their input), and tensors that feed CPU-side work: a Dataset or DataLoader,
   samples iterated in a loop, an index (``data[perm]``: CPU indices work on any
-  device), ``.numpy()`` / ``.tolist()`` / ``.item()`` / ``.cpu()``, NumPy or matplotlib.
+  device), ``.numpy()`` / ``.tolist()`` / ``.item()`` / ``.cpu()``, NumPy, matplotlib or
+  ``math`` (also after arithmetic or indexing: ``plt.axis(box * zoom)``), and tensors that
+  meet a legacy CPU tensor which stays on the CPU (``t[i] * torch.FloatTensor(pair)``).
 """
 
 from __future__ import annotations
@@ -122,7 +124,8 @@ class FactoryDevice(Rule):
             return updated_node
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
-                or self._packed_lengths(original_node) or self._beside_a_blocked_group(original_node):
+                or self._packed_lengths(original_node) or self._beside_a_blocked_group(original_node) \
+                or self._meets_unmoved_host_tensor(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
@@ -222,19 +225,45 @@ class FactoryDevice(Rule):
             return value
         return None
 
-    def _move_host_tensor(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        """``torch.from_numpy(a)`` shares the array's memory, so it can take no ``device=``:
-        in device code it gets ``.to(device)``, unless its chain already moves it."""
+    def _host_tensor_moves(self, original: cst.Call) -> bool:
+        """Does ``_move_host_tensor`` give this host tensor a ``.to(device)``?"""
         if in_signature(self.metadata, original) or moved_in_chain(self.metadata, original):
-            return updated
+            return False
         device = self.device_for(original)
         in_model = self.devices.place(original).kind is ScopeKind.MODEL_METHOD  # it meets the input there
         if device is None or flows_only_to_cpu(self.metadata, original) or self._packed_lengths(original) \
                 or self._joined_with_cpu_data(original) or self._beside_a_blocked_group(original) \
                 or not (in_model or self._feeds_model(original)):
+            return False
+        return not (isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value))
+
+    def _meets_unmoved_host_tensor(self, call: cst.Call) -> bool:
+        """``t = torch.linspace(0, 1, n)`` then ``t[i] * torch.FloatTensor(pair)``: the legacy
+        tensor stays on the CPU, so ``t`` stays with it (a CUDA element times a CPU vector fails)."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, call, through_arithmetic=True)
+        for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
+            current = chain_top(self.metadata, use)
+            while isinstance(parents.get(current), cst.Subscript) and parents.get(current).value is current:
+                current = chain_top(self.metadata, parents.get(current))
+            operation = parents.get(current)
+            if not isinstance(operation, cst.BinaryOperation):
+                continue
+            other = operation.right if operation.left is current else operation.left
+            root = other
+            while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) \
+                    and isinstance(root.func.value, cst.Call) and root.func.attr.value not in ("to", "cuda"):
+                root = root.func.value  # ``torch.FloatTensor(pair).unsqueeze(0)``
+            if isinstance(root, cst.Call) and self._host_tensor_maker(root) and not self._host_tensor_moves(root):
+                return True
+        return False
+
+    def _move_host_tensor(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``torch.from_numpy(a)`` shares the array's memory, so it can take no ``device=``:
+        in device code it gets ``.to(device)``, unless its chain already moves it."""
+        if not self._host_tensor_moves(original):
             return updated
-        if isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value):
-            return updated
+        device = self.device_for(original)
         maker = self._host_tensor_maker(original)
         dtype = _cast_dtype(self.metadata, original) if maker == _CAST and torch_module_alias(self.tree) else None
         if dtype is not None:  # ``x.type(torch.FloatTensor)`` -> ``x.to(device, torch.float32)``: no CPU round trip
@@ -432,6 +461,23 @@ rows = [data[i:i + 8] for i in ix]
 done = torch.rand(1) > 0.5
 if done:
     print(rows)
+'''),
+        # Tensors whose values end up in Python numbers or NumPy, whatever they are combined
+        # with first (``math.sin(angles[i])``, ``plt.axis(box * zoom)``), and a tensor that
+        # meets a legacy CPU tensor which stays there: moving them would fail, or sync per element.
+        Valid('''import math
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+net = nn.Linear(2, 2).to(device)
+zoom = 2
+steps = torch.linspace(0, 1, 4)
+angles = torch.linspace(0, math.pi, 4)
+rows = [steps[i] * torch.FloatTensor((math.cos(angles[i]), math.sin(angles[i]))) for i in range(4)]
+print(net(torch.stack(rows).to(device)))
+plt.axis(torch.tensor((-1.0, 1.0, -1.0, 1.0)) * zoom)
 '''),
         # nanoGPT: already on the input's device.
         Valid('''import torch

@@ -24,9 +24,10 @@ from typing import Callable, Mapping
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from .loops import packs_sequences
+from .loops import batch_plan, find_loader, packs_sequences
 from .names import dotted, qualified_names
-from .roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, wrapper_kind
+from .roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, is_model_callee, model_variables, \
+    wrapper_kind
 from .scopes import ClassFacts, scope_bindings
 from .tensors import is_number, torch_data_function, uses_of_binding
 from .tree import ancestors, in_source_order, line_of, walk
@@ -39,7 +40,9 @@ _SAME_DEVICE_METHODS = frozenset({"float", "double", "half", "long", "int", "boo
                                   "view", "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous",
                                   "flatten", "argmax", "argmin", "max", "min", "sum", "mean", "softmax",
                                   "log_softmax", "sigmoid", "exp", "log", "abs", "type_as", "expand",
-                                  "expand_as", "transpose", "narrow", "split", "chunk", "eq", "ne", "gt", "lt"})
+                                  "expand_as", "transpose", "narrow", "split", "chunk", "eq", "ne", "gt", "lt",
+                                  "std", "var", "norm", "prod", "cumsum", "pow", "sqrt", "clamp", "round",
+                                  "floor", "ceil", "neg", "square"})
 # Reads that are fine on any device: the data leaves for the CPU or only metadata is read.
 _LEAVES = frozenset({"cpu", "item", "tolist", "size", "dim", "numel", "shape", "dtype", "device", "ndim",
                      "is_cuda"})
@@ -71,10 +74,11 @@ class Group:
     inline: list[cst.BaseExpression] = field(default_factory=list)  # ``net(ds.data[:8])``: moved in place
     placed: bool = False  # the author moves the model (``.to``, ``.cuda()``, ``device=``)
     blocked: bool = False
+    stuck_batches: list[str] = field(default_factory=list)  # loops whose batch devmod cannot move
 
     def why(self) -> str:
         """Which values hold the group back, for the report."""
-        parts = []
+        parts = list(self.stuck_batches)
         for h in sorted(self.held_out, key=lambda h: h.line):
             if h.unplaceable:
                 parts.append(f"`{h.name}` (line {h.line}) is made in library code, where devmod adds no device")
@@ -88,13 +92,14 @@ class Group:
 
 def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpers: frozenset[str],
                  numpy_fixed: bool, placeable: Callable[[cst.CSTNode], bool] = lambda node: True,
-                 ) -> dict[cst.Assign, Group]:
+                 device_names: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
     on, so a ``.numpy()`` of a moved value gets ``.cpu()`` and stays fine. ``placeable``: may
     a fix add a placement at this statement (driver code)? A value that cannot move holds
-    its group back."""
+    its group back, and so does a loop over a loader whose batch DM203 cannot move
+    (``device_names``: the names that already place a batch there)."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
     finder.tuple_helpers = finder.tuple_helpers_of(module)
     finder.packs = packs_sequences(metadata, module)
@@ -113,8 +118,80 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         groups[statement] = finder.group(statement)
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
+    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs)
     _block_together(groups, _parts(metadata, groups))
     return groups
+
+
+def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],
+                   device_names: frozenset[str], packs: bool) -> None:
+    """``for g, labels in loader: model(g, g.ndata["feat"])`` with a batch devmod cannot move
+    (DM203 reports it): the models fed there, directly or handed to the loop's function
+    (``train(model, loader)``), stay with their batch."""
+    models = model_variables(metadata, module, facts)
+
+    def is_model(func: cst.BaseExpression) -> bool:
+        return is_model_callee(func, models)
+
+    for loop in walk(module):
+        if not isinstance(loop, cst.For) or any(isinstance(a, cst.ClassDef) for a in ancestors(metadata, loop)):
+            continue
+        loader = find_loader(metadata, loop.iter)
+        if loader is None:
+            continue
+        fed = _models_fed(metadata, module, loop, groups)
+        if not fed:
+            continue
+        why = batch_plan(metadata, loop, loader, is_model, set(device_names), packs)
+        if isinstance(why, str):
+            for group in fed:
+                group.stuck_batches.append(f"devmod cannot move the batch of the loop at line "
+                                           f"{line_of(metadata, loop)}: {why}")
+
+
+def _models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Mapping[cst.Assign, Group]) -> list[Group]:
+    """The groups whose model the loop body calls: bound in reach, or a parameter of the
+    loop's function that a call in the file fills with the model."""
+    scopes = metadata[ScopeProvider]
+    parents = metadata[ParentNodeProvider]
+    found: list[Group] = []
+
+    def add_bound(name: cst.Name) -> None:
+        for binding in scope_bindings(scopes.get(name), name.value):
+            if isinstance(binding.node, cst.Name):
+                group = groups.get(parents.get(parents.get(binding.node)))  # type: ignore[arg-type]
+                if group is not None and group not in found:
+                    found.append(group)
+            elif isinstance(binding.node, cst.Param):
+                add_arguments(binding.node)
+
+    def add_arguments(param: cst.Param) -> None:
+        function = next((a for a in ancestors(metadata, param) if isinstance(a, cst.FunctionDef)), None)
+        if function is None:
+            return
+        index = next((i for i, p in enumerate(function.params.params) if p is param), None)
+        for call in walk(module):
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+                    and call.func.value == function.name.value):
+                continue
+            given = next((a.value for a in call.args if a.keyword and a.keyword.value == param.name.value), None)
+            plain = [a for a in call.args if a.keyword is None and not a.star]
+            if given is None and index is not None and index < len(plain):
+                given = plain[index].value
+            if isinstance(given, cst.Name):
+                for binding in scope_bindings(scopes.get(given), given.value):
+                    if isinstance(binding.node, cst.Name):
+                        group = groups.get(parents.get(parents.get(binding.node)))  # type: ignore[arg-type]
+                        if group is not None and group not in found:
+                            found.append(group)
+
+    for node in walk(loop.body):
+        if isinstance(node, cst.Call):
+            func = node.func.value if isinstance(node.func, cst.Attribute) and node.func.attr.value == "forward" \
+                else node.func
+            if isinstance(func, cst.Name):
+                add_bound(func)
+    return found
 
 
 def _parts(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> list[tuple[Group, Group]]:
@@ -158,7 +235,8 @@ def _block_together(groups: dict[cst.Assign, Group], links: list[tuple[Group, Gr
     together or not at all. A model the author placed already is on its device whatever
     devmod does: its group is never held back."""
     for group in groups.values():
-        group.blocked = not group.placed and any(h.blockers or h.unplaceable for h in group.held_out)
+        group.blocked = not group.placed and (bool(group.stuck_batches)
+                                              or any(h.blockers or h.unplaceable for h in group.held_out))
     changed = True
     while changed:
         changed = False
@@ -305,7 +383,8 @@ class _GroupFinder:
 
     # -- what a value is -----------------------------------------------------------------
     def _consider(self, expr: cst.BaseExpression, found: dict[int, HeldOut]) -> None:
-        if isinstance(expr, cst.BinaryOperation) and not self._held_out(expr):
+        if isinstance(expr, cst.BinaryOperation) and (not (is_number(expr.left) or is_number(expr.right))
+                                                      or not self._held_out(expr)):
             self._consider(expr.left, found)  # ``net(held + noise)``: each operand meets the model
             self._consider(expr.right, found)
             return
@@ -421,8 +500,8 @@ class _GroupFinder:
                     node = node.left
                 elif is_number(node.left):
                     node = node.right
-                else:
-                    return host
+                else:  # ``(x - mean) / std`` with every operand held-out: normalised host data
+                    return host or (self._held_out(node.left) and self._held_out(node.right))
             elif isinstance(node, cst.UnaryOperation):
                 node = node.expression
             elif isinstance(node, cst.Name) and self.alias_depth < _MAX_DEPTH:

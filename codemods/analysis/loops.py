@@ -10,6 +10,7 @@ move it; anything else is "unknown" and the rule reports instead of guessing.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -31,6 +32,8 @@ _TENSOR_ATTRIBUTES = frozenset({
     "numel", "dtype", "type", "detach", "clone", "max", "min", "sum", "mean", "argmax", "t", "T",
 })
 _MOVES = ("to", "cuda")
+# Loop variables that are surely not tensors (a default collate keeps strings as lists).
+_NOT_TENSOR_NAME = re.compile(r"(path|file|fname|filename|name|caption|text|sentence|url|meta|info)s?$", re.I)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
@@ -310,3 +313,72 @@ def packs_sequences(metadata: Mapping, module: cst.Module) -> bool:
     """Does the file call ``pack_padded_sequence`` anywhere (maybe in forward, behind
     ``model(x, lengths)``)? Its lengths must stay on the CPU."""
     return any(isinstance(n, cst.Call) and is_pack_padded(metadata, n) for n in walk(module))
+
+
+# -- the plan for one loop ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BatchPlan:
+    """Move ``names`` by a statement inserted at ``index`` of the body (a dict comprehension
+    for a dict batch)."""
+
+    index: int
+    names: list[str]
+    dict_batch: bool
+
+
+def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Callable[[cst.BaseExpression], bool],
+               device_names: set[str], packs: bool) -> BatchPlan | str | None:
+    """How DM203 moves the batch of a loop over ``loader``: a plan, a str that says why devmod
+    cannot (it reports the loop), or None when nothing is to be moved (already moved, or only
+    lengths and file names). Shared with the model groups: a model fed a batch that cannot
+    move stays with it."""
+    target = loop.target
+    if loader.enumerated and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+        target = target.elements[1].value
+    names = plain_names(target)
+    if names is None:
+        return "the batch is unpacked into nested or starred names"
+    if moved_in(loop.body, set(names), device_names):
+        return None
+    if not isinstance(loop.body, cst.IndentedBlock):
+        return "the loop body is on the `for` line"
+    if isinstance(target, cst.Name):
+        plan = _plan_single(metadata, loop, target.value, is_model, packs)
+    else:
+        plan = _plan_many(metadata, loop, names, is_model, packs)
+    if isinstance(plan, BatchPlan) and plan.index and moved_in(loop.body, set(plan.names), device_names):
+        return None  # ``x, y = batch`` then ``x = x.to(device)``
+    return plan
+
+
+def _plan_single(metadata: Mapping, loop: cst.For, name: str, is_model: Callable[[cst.BaseExpression], bool],
+                 packs: bool) -> BatchPlan | str | None:
+    shape = batch_shape(evidence(metadata, loop.body, name, is_model))
+    if shape is BatchShape.DICT:
+        return BatchPlan(0, [name], True)
+    if shape is BatchShape.TENSOR:
+        return BatchPlan(0, [name], False)
+    if shape is BatchShape.SEQUENCE:
+        unpacked = unpacking(metadata, loop.body.body, name)  # type: ignore[attr-defined]
+        if unpacked is None:
+            return f"`{name}` is indexed in several places; unpack it first (`x, y = {name}`)"
+        index, names = unpacked
+        names = _movable(metadata, loop, names, packs)
+        return BatchPlan(index, names, False) if names else None
+    return f"`{name}` is not a tensor, tuple or dict batch devmod can see"
+
+
+def _plan_many(metadata: Mapping, loop: cst.For, names: list[str], is_model: Callable[[cst.BaseExpression], bool],
+               packs: bool) -> BatchPlan | str | None:
+    for name in names:
+        found = evidence(metadata, loop.body, name, is_model)
+        if found & {"dict", "iter", "attr", "unpack"} and not _NOT_TENSOR_NAME.search(name):
+            return f"`{name}` is not a plain tensor (a dict, list or custom object)"
+    names = _movable(metadata, loop, names, packs)
+    return BatchPlan(0, names, False) if names else None
+
+
+def _movable(metadata: Mapping, loop: cst.For, names: list[str], packs: bool) -> list[str]:
+    """Leave ``pack_padded_sequence`` lengths and file names on the CPU."""
+    keep = cpu_only_lengths(metadata, loop.body, names, packs)
+    return [n for n in names if n not in keep and not _NOT_TENSOR_NAME.search(n) and n != "_"]

@@ -159,7 +159,7 @@ def _read_by_cpu_library(metadata: Mapping, node: cst.CSTNode) -> bool:
 _MAX_FLOW_DEPTH = 3  # assignments followed from a factory to where its data ends up
 
 
-def _cpu_bound(metadata: Mapping, node: cst.CSTNode, depth: int) -> bool:
+def _cpu_bound(metadata: Mapping, node: cst.CSTNode, depth: int, contained: bool = False) -> bool:
     """Does the value reach CPU-side work through torch functions, tensor methods, arithmetic
     with numbers or with other CPU-bound data, and a few assignments? ``feats =
     torch.unsqueeze(torch.linspace(...), 1)``; ``target = feats.pow(2) + 0.1 * noise``;
@@ -167,12 +167,17 @@ def _cpu_bound(metadata: Mapping, node: cst.CSTNode, depth: int) -> bool:
     if depth > _MAX_FLOW_DEPTH:
         return False
     top = _data_top(metadata, node, depth)
-    if _consumed_on_cpu(metadata, top) or _used_as_index(metadata, top):
+    # In a list or tuple of samples, only a Dataset, a DataLoader or a NumPy-based library says
+    # "CPU": iterating the list or testing it reads no tensor.
+    contained = contained or isinstance(top, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp))
+    if _consumed_on_cpu(metadata, top, loops=not contained, bools=not contained) \
+            or (not contained and _used_as_index(metadata, top)):
         return True
     parent = metadata[ParentNodeProvider].get(top)
     if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
         return False
-    return any(_cpu_bound(metadata, use, depth + 1) for use in uses_of_binding(metadata, parent.targets[0].target))
+    return any(_cpu_bound(metadata, use, depth + 1, contained)
+               for use in uses_of_binding(metadata, parent.targets[0].target))
 
 
 def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
@@ -189,11 +194,17 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
             current = parent
         elif isinstance(parent, (cst.Arg, cst.Element)):
             holder = parents.get(parent)
-            if isinstance(holder, (cst.Tuple, cst.List)):
+            container = holder if isinstance(holder, (cst.Tuple, cst.List)) else None
+            if container is not None:
                 holder = parents.get(parents.get(holder))  # ``torch.cat((a, b))``
-            if not (isinstance(holder, cst.Call) and torch_data_function(metadata, holder)):
+            if isinstance(holder, cst.Call) and torch_data_function(metadata, holder):
+                current = chain_top(metadata, holder)
+            elif container is not None and isinstance(parent, cst.Element):
+                current = container  # a sample in a list or tuple goes where the container goes
+            else:
                 return current
-            current = chain_top(metadata, holder)
+        elif isinstance(parent, (cst.ListComp, cst.GeneratorExp)) and parent.elt is current:
+            current = parent  # ``[(torch.randn(3), i % 2) for i in range(n)]``
         else:
             return current
 
@@ -264,7 +275,7 @@ def flows_only_to_cpu_name(metadata: Mapping, name: cst.Name) -> bool:
 
 
 def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[str] = _CPU_METHODS,
-                     loops: bool = True) -> bool:
+                     loops: bool = True, bools: bool = True) -> bool:
     parents = metadata[ParentNodeProvider]
     parent = parents.get(node)
     if isinstance(parent, cst.Arg):
@@ -276,7 +287,7 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
         return True
     if loops and isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
         return True  # ``for i in ix``: each element is read as a Python number (a sync per element on a GPU)
-    if _read_as_bool(parent, node):
+    if bools and _read_as_bool(parent, node):
         return True
     return False
 

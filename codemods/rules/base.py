@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 
-from ..analysis.devices import DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
+from ..analysis.devices import DEVICE_LIKE_NAMES, DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name, user_chosen_device
 from ..analysis.candidates import FileFacts
 from ..analysis.groups import Group, model_groups
@@ -135,7 +135,8 @@ class Rule(VisitorBasedCodemodCommand):
         if cached is None or cached[0] is not self.tree:
             groups = model_groups(self.metadata, self.tree, self.facts, self.state.role.tensor_helpers,
                                   numpy_fixed=self.state.config.enabled("DM303"),
-                                  placeable=lambda node: self.devices.expression_for(node) is not None)
+                                  placeable=lambda node: self.devices.expression_for(node) is not None,
+                                  device_names=frozenset({*DEVICE_LIKE_NAMES, self.shared_name}))
             cached = self.state.groups = (self.tree, groups)
         return cached[1]
 

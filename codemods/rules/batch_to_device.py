@@ -33,14 +33,12 @@ the top of the loop body.
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
 from ..analysis.candidates import FileFacts, may_iterate_loader
 from ..analysis.devices import DEVICE_LIKE_NAMES
-from ..analysis.loops import (BatchShape, Loader, batch_shape, cpu_only_lengths, evidence, find_loader,
-                              moved_in, plain_names, unpacking)
+from ..analysis.loops import Loader, batch_plan, find_loader
 from ..analysis.names import keyword_arg
 from ..analysis.groups import blocked_callee
 from ..analysis.roles import is_loss_callee, is_model_callee, model_variables
@@ -48,8 +46,6 @@ from ..analysis.scopes import ScopeKind
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
 
-# Loop variables that are surely not tensors (a default collate keeps strings as lists).
-_NOT_TENSOR_NAME = re.compile(r"(path|file|fname|filename|name|caption|text|sentence|url|meta|info)s?$", re.I)
 
 
 class BatchToDevice(Rule):
@@ -79,70 +75,20 @@ class BatchToDevice(Rule):
         device = self.device_for(original_node)
         if device is None or not self._feeds_model(original_node):
             return updated_node
-        target = original_node.target
-        if loader.enumerated and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-            target = target.elements[1].value
-        names = plain_names(target)
-        if names is None:
-            return self._unsure(original_node, updated_node, "the batch is unpacked into nested or starred names")
         device_names = set(DEVICE_LIKE_NAMES) | {self.shared_name, *(n.value for n in walk(device) if isinstance(n, cst.Name))}
-        if moved_in(original_node.body, set(names), device_names):
-            return updated_node
-        if not isinstance(updated_node.body, cst.IndentedBlock):
-            return self._unsure(original_node, updated_node, "the loop body is on the `for` line")
-        if isinstance(target, cst.Name):
-            plan = self._plan_single(original_node, target.value)
-        else:
-            plan = self._plan_many(original_node, names)
+        plan = batch_plan(self.metadata, original_node, loader, self._is_model, device_names, self._packs)
         if isinstance(plan, str):
-            return self._unsure(original_node, updated_node, plan)
+            self.report(original_node, f"batch not moved to the device: {plan}; move it by hand")
+            return updated_node
         if plan is None:
             return updated_node
-        index, moved, dict_batch = plan
-        if index and moved_in(original_node.body, set(moved), device_names):
-            return updated_node  # ``x, y = batch`` then ``x = x.to(device)``
-        statement = _dict_move(moved[0], device, loader) if dict_batch else _move_names(moved, device, loader)
+        statement = _dict_move(plan.names[0], device, loader) if plan.dict_batch \
+            else _move_names(plan.names, device, loader)
         body = list(updated_node.body.body)
-        body.insert(index, statement)
+        body.insert(plan.index, statement)
         replacement = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
         return self.fix(original_node, updated_node, replacement,
                         f"batch from `{loader.label}` is never moved to the device")
-
-    # -- what to move, and where ------------------------------------------------------------------
-    def _plan_single(self, loop: cst.For, name: str):
-        """(insert index, names, dict batch?) for ``for batch in loader``; a str says why not."""
-        found = evidence(self.metadata, loop.body, name, self._is_model)
-        shape = batch_shape(found)
-        if shape is BatchShape.DICT:
-            return 0, [name], True
-        if shape is BatchShape.TENSOR:
-            return 0, [name], False
-        if shape is BatchShape.SEQUENCE:
-            unpacked = unpacking(self.metadata, loop.body.body, name)  # type: ignore[union-attr]
-            if unpacked is None:
-                return f"`{name}` is indexed in several places; unpack it first (`x, y = {name}`)"
-            index, names = unpacked
-            names = self._movable(loop, names)
-            return (index, names, False) if names else None
-        return f"`{name}` is not a tensor, tuple or dict batch devmod can see"
-
-    def _plan_many(self, loop: cst.For, names: list[str]):
-        """(0, names, False) for ``for x, y in loader``; a str says why not."""
-        for name in names:
-            found = evidence(self.metadata, loop.body, name, self._is_model)
-            if found & {"dict", "iter", "attr", "unpack"} and not _NOT_TENSOR_NAME.search(name):
-                return f"`{name}` is not a plain tensor (a dict, list or custom object)"
-        names = self._movable(loop, names)
-        return (0, names, False) if names else None
-
-    def _movable(self, loop: cst.For, names: list[str]) -> list[str]:
-        """Leave ``pack_padded_sequence`` lengths and file names on the CPU."""
-        keep = cpu_only_lengths(self.metadata, loop.body, names, self._packs)
-        return [n for n in names if n not in keep and not _NOT_TENSOR_NAME.search(n) and n != "_"]
-
-    def _unsure(self, loop: cst.For, updated: cst.For, why: str) -> cst.For:
-        self.report(loop, f"batch not moved to the device: {why}; move it by hand")
-        return updated
 
     def _feeds_model(self, loop: cst.For) -> bool:
         """Does the loop body call a model or a loss, or hand a model to a call? A function that

@@ -468,6 +468,17 @@ class ModelToDevice(Rule):
             "data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))\nheld = data.tensors[0][:8]\n"
             "net = nn.Linear(3, 1)\nprint(net(held))\nplt.plot(held[:, 0])\n",
         ),
+        # host data normalised with its own statistics is still host data: it moves after the last step
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\nrows = [(k * 0.1, k * 0.2) for k in range(8)]\n"
+            "net = nn.Linear(2, 1)\nxs = torch.Tensor(rows)\nxs = (xs - xs.mean(0)) / xs.std(0)\n"
+            "for i in range(len(xs)):\n    print(net(xs[i]))\n",
+            "import torch\nimport torch.nn as nn\n\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+            "rows = [(k * 0.1, k * 0.2) for k in range(8)]\n"
+            "net = nn.Linear(2, 1).to(device)\nxs = torch.Tensor(rows)\nxs = ((xs - xs.mean(0)) / xs.std(0)).to(device)\n"
+            "for i in range(len(xs)):\n    print(net(xs[i]))\n",
+        ),
         # a test function defined inside the main block is driver code: its inputs move with the model
         Invalid(
             "import torch\nimport torch.nn as nn\n\ndef probe_rows(n):\n    return torch.FloatTensor([[0.5] * 4] * n)\n\n"
@@ -486,6 +497,15 @@ class ModelToDevice(Rule):
             "    rows = torch.from_numpy(np.ones((2, 4), dtype=np.float32))\n    return net(rows)\n\n"
             "class Probe:\n    def run(self):\n        return score()\n\n"
             'if __name__ == "__main__":\n    net = nn.Linear(4, 2)\n    print(score())\n',
+        ),
+        # the model's batches are custom objects devmod cannot move (a graph library's batch):
+        # the model stays with them, whether the loop is here or in the function it is handed to
+        Invalid(
+            "import torch\nimport torch.nn as nn\nfrom torch.utils.data import DataLoader\n\n"
+            "def train(net, loader):\n    for graph, labels in loader:\n"
+            "        loss = nn.functional.cross_entropy(net(graph.ndata[\"x\"]), labels)\n\n"
+            "samples = [(torch.randn(3), k % 2) for k in range(8)]\n"
+            "model = nn.Linear(3, 2)\ntrain(model, DataLoader(samples, batch_size=4, collate_fn=make_graph))\n",
         ),
         # DistributedDataParallel: the rank's device is not the shared one; report only
         Invalid(

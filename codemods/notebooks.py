@@ -272,9 +272,20 @@ def transform_notebook(text: str, path: str = "<notebook>", config: Config | Non
     return NotebookResult(text, output, {i: originals[i] for i in sources}, sources, findings)
 
 
+_LINES_IN_MESSAGE = re.compile(r"\bline (\d+(?:, \d+)*)")
+
+
 def _in_cell(finding: Finding, program_text: str, marker: str) -> Finding:
+    """The finding at its cell and line, and the lines its message names (``held at line 12``,
+    counted in the joined program) as ``cell-3:4`` too."""
     cell, line = program_location(program_text, marker, finding.line)
-    return dataclasses.replace(finding, line=line, cell=cell)
+
+    def located(match: re.Match) -> str:
+        places = (program_location(program_text, marker, int(n)) for n in match.group(1).split(", "))
+        return ", ".join(f"cell-{c}:{n}" for c, n in places)
+
+    return dataclasses.replace(finding, line=line, cell=cell,
+                               message=_LINES_IN_MESSAGE.sub(located, finding.message))
 
 
 # -- writing back -----------------------------------------------------------------------------

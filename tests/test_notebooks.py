@@ -245,3 +245,15 @@ def test_a_device_repeated_in_each_cell_collapses_and_the_cells_stay(tmp_path: P
     assert cells[3] == "y = torch.zeros(2, device=device)"
     assert cells[4] == ""
     assert run("apply", "--check", str(path))[0] == 0
+
+
+def test_lines_named_in_a_report_are_cells_and_lines_of_the_notebook(tmp_path: Path) -> None:
+    path = jupyter_notebook(tmp_path / "nb.ipynb", "import torch\nimport torch.nn as nn\nfrom torch.utils.data import DataLoader",
+                            "net = nn.Linear(3, 2)",
+                            "for graph, labels in DataLoader(data, collate_fn=make_graph):\n"
+                            "    loss = nn.functional.cross_entropy(net(graph.ndata['x']), labels)")
+    code, _, err = run("apply", "--check", str(path))
+    assert code == 1, err
+    report = next(line for line in err.splitlines() if "DM202" in line)
+    assert report.startswith(f"{path}:cell-3:1:1: DM202 model `net` and its data stay where they are")
+    assert "the batch of the loop at cell-4:1:" in report and "line" not in report.split("DM202", 1)[1]

@@ -303,10 +303,12 @@ class DeviceLookup:
             # A function in a file others import stays library code even when its own main block
             # calls it: ``from models.dla import test; test()`` must keep working. One defined
             # inside the main block exists only there: it is driver code.
-            driver = self._in_main_block(outer) or (not self.role.imported
-                                                    and outer.name.value in self.role.driver_functions)
+            in_main = self._in_main_block(outer)
+            driver = in_main or (not self.role.imported and outer.name.value in self.role.driver_functions)
+            tensor = self._helper_tensor_parameter(functions)
+            if in_main and tensor:
+                return cst.Attribute(cst.Name(tensor), cst.Name("device"))  # the device its own code follows
             if not (driver and self._uses_device(outer)):
-                tensor = self._helper_tensor_parameter(functions)
                 return cst.Attribute(cst.Name(tensor), cst.Name("device")) if tensor else None
         elif place.kind is ScopeKind.MODULE and not replaces_cuda and self.role.imported \
                 and not self._in_main_block(node):

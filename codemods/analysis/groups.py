@@ -258,6 +258,7 @@ class _GroupFinder:
         self.numpy_fixed = numpy_fixed
         self.tuple_helpers: set[str] = set()
         self.alias_depth = 0
+        self.hosts_only = 0  # > 0: a factory does not count as held-out data
         self.model_names: set[str] = set()
         self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
 
@@ -472,7 +473,8 @@ class _GroupFinder:
                 if names & HOST_MAKERS:
                     return True
                 if factory_name(self.metadata, node):  # one DM201 left on the CPU (or will place)
-                    return not any(a.keyword and a.keyword.value in ("device", "out") for a in node.args)
+                    return not self.hosts_only and not any(a.keyword and a.keyword.value in ("device", "out")
+                                                           for a in node.args)
                 if isinstance(node.func, cst.Name) and node.func.value in self.helpers:
                     return True
                 if torch_data_function(self.metadata, node) and node.args and node.args[0].keyword is None:
@@ -500,8 +502,8 @@ class _GroupFinder:
                     node = node.left
                 elif is_number(node.left):
                     node = node.right
-                else:  # ``(x - mean) / std`` with every operand held-out: normalised host data
-                    return host or (self._held_out(node.left) and self._held_out(node.right))
+                else:  # ``(x - mean) / std`` with every operand host data: normalised host data
+                    return host or (self._host_only(node.left) and self._host_only(node.right))
             elif isinstance(node, cst.UnaryOperation):
                 node = node.expression
             elif isinstance(node, cst.Name) and self.alias_depth < _MAX_DEPTH:
@@ -514,6 +516,14 @@ class _GroupFinder:
             else:
                 return host
         return host
+
+    def _host_only(self, value: cst.BaseExpression) -> bool:
+        """Held-out, and made from host data, not by a factory that DM201 places itself."""
+        self.hosts_only += 1
+        try:
+            return self._held_out(value)
+        finally:
+            self.hosts_only -= 1
 
     def _alias_held_out(self, name: cst.Name) -> bool:
         """``inputs = x_train * 2``: held-out when ``x_train`` is."""
@@ -537,6 +547,18 @@ class _GroupFinder:
             return False
         callee = dotted(statement.value.func) or ""
         return callee.rsplit(".", 1)[-1][:1].isupper()
+
+    def _model_output(self, expr: cst.BaseExpression) -> bool:
+        """``net(x)``, or a name bound to it (``pred = net(x)``), for a model of the file."""
+        root = _data_root(expr)
+        if isinstance(root, cst.Name):
+            target = self._reaching_binding(root)
+            statement = self.parents.get(self.parents.get(target)) if target is not None else None
+            root = _data_root(statement.value) if isinstance(statement, cst.Assign) else root
+        func = root.func if isinstance(root, cst.Call) else None
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        return isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names)
 
     # -- may it move? -------------------------------------------------------------------------
     def _blockers(self, held: HeldOut) -> list[int]:
@@ -594,6 +616,8 @@ class _GroupFinder:
                     func = func.value
                 if isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names):
                     return True  # another model: its group moves with this one or stays with it
+                if is_loss_callee(call.func) and any(self._model_output(a.value) for a in call.args if a is not parent):
+                    return True  # ``loss(other_net(x), y)``: the groups that share ``y`` move together
                 if torch_data_function(self.metadata, call):
                     current = call  # its result lives where its inputs do
                     continue

@@ -251,3 +251,40 @@ def test_names_rebound_from_a_tuple_of_their_own_conversions_move():
         print(torch.nn.functional.cross_entropy(net(x), y))
     """)
     assert "x, y = x.detach(), y.detach()\nx, y = x.to(device), y.to(device)\n" in out
+
+
+def test_two_models_trained_on_the_same_data_move_together():
+    out, reports = run("""\
+        import torch
+        x = torch.unsqueeze(torch.linspace(-1, 1, 20), 1)
+        y = x + 0.3 * torch.normal(torch.zeros(20, 1), torch.ones(20, 1))
+        wide = torch.nn.Sequential(torch.nn.Linear(1, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+        thin = torch.nn.Sequential(torch.nn.Linear(1, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+        loss_func = torch.nn.MSELoss()
+        for step in range(3):
+            loss_wide = loss_func(wide(x), y)
+            loss_thin = loss_func(thin(x), y)
+        print(y.numpy().mean())
+    """)
+    assert "x = torch.unsqueeze(torch.linspace(-1, 1, 20, device=device), 1)" in out
+    assert "torch.normal(torch.zeros(20, 1, device=device), torch.ones(20, 1, device=device))" in out
+    assert ".to(device)\n" in out.split("wide = ", 1)[1].split("\n", 1)[0] + "\n"
+    assert "print(y.cpu().numpy().mean())" in out
+    assert "(x * " not in out and not reports
+
+
+def test_normalised_host_data_moves_once_and_factories_are_left_to_dm201():
+    out, reports = run("""\
+        import torch
+        from torch import nn
+        x = (torch.rand(20) - 0.5) * 12
+        y = x * torch.sin(x)
+        rows = torch.Tensor([[k, k + 1] for k in range(4)])
+        rows = (rows - rows.mean(0)) / rows.std(0)
+        net = nn.Linear(1, 1)
+        pair = nn.Linear(2, 1)
+        print(net(x.unsqueeze(1)) - y.unsqueeze(1), pair(rows))
+    """)
+    assert "y = x * torch.sin(x)\n" in out, "y follows x, which DM201 places: no second move"
+    assert "rows = ((rows - rows.mean(0)) / rows.std(0)).to(device)" in out
+    assert not reports

@@ -168,6 +168,18 @@ def test_ipython_syntax_is_masked_to_lines_that_parse_and_restored() -> None:
     assert mask_cell(text, {}) == text
 
 
+def test_wildcard_help_is_masked_and_the_rest_is_rewritten(tmp_path: Path) -> None:
+    # IPython's wildcard search (`torch.*Tensor?`, psearch) and help on an item (`xs[0]?`) were not
+    # masked: the whole notebook was refused as "cannot parse".
+    help_cell = "# all the *Tensor classes\ntorch.*Tensor?\n*int*??\nxs[0]?"
+    path = jupyter_notebook(tmp_path / "nb.ipynb", "import torch\nxs = [1]", help_cell, "z = torch.ones(2).cuda()")
+    code, _, err = run("apply", str(path))
+    assert code == 0 and "cannot parse" not in err, err
+    cells = sources(path)
+    assert cells[2] == help_cell
+    assert cells[3] == "z = torch.ones(2, device=device)"
+
+
 def test_magics_around_fixes_come_back_byte_identical(tmp_path: Path) -> None:
     path = jupyter_notebook(tmp_path / "nb.ipynb", "%load_ext autoreload\n%autoreload 2\nimport torch",
                             "%%capture out\nfor i in range(3):\n    %time y = torch.ones(1).cuda()\n    !echo {i}",

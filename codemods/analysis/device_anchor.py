@@ -93,7 +93,7 @@ def device_unreachable(metadata: Mapping, module: cst.Module, node: cst.CSTNode,
         return None  # the file's own variable of that name (``device = 0``): DM101 leaves it alone
     anchor = definition_anchor(body, before, torch_alias, imports_torch_module(module))
     if not own:
-        return None if anchor is not None else "torch is not imported above it"
+        return None if anchor is not None else "no module-level `import torch` comes before it"
     top = top_level_statement(metadata, own[0].statement)
     if top in body and body.index(top) < before:
         return None

@@ -9,6 +9,12 @@ to point at and falls back to the CPU on machines without a GPU.
   ``DEVICE = ...``) is reused; no second one is created.
 - A definition that comes after its first use moves up to the imports; several
   identical definitions collapse into one.
+- A notebook imports as it goes (``import torch`` in the first cell, ``from torch import nn``
+  in a later one): the device goes after the last torch import above its first use.
+- Where no place comes before the first use (torch is imported only below it, or inside a
+  function), nothing is defined and it is reported; no other rule then writes ``device``
+  in the file: their fixes there are reported, not applied (a NameError is worse than a
+  hard-coded ``.cuda()``).
 - In a file other project files import, a device that only the ``__main__`` block (and the
   functions only it calls) uses is defined at the top of that block, so that
   ``from models import *`` never exports a ``device`` over the importer's own.
@@ -86,7 +92,9 @@ class SharedDevice(Rule):
             return  # the file's own variable of that name (``device = 0``): not ours to replace
         if not definitions:
             if anchor is None:
-                self.report(body[first_use], f"`{name}` is used before torch is imported; define it by hand")
+                where = body[first_use] if immediate else deferred[0]
+                self.report(where, f"`{name}` cannot be defined: no module-level `import torch` comes before "
+                                   "its first use; define it by hand")
                 return
             statement = self._definition_statement(name)
             where = immediate[0] if immediate else deferred[0]
@@ -238,6 +246,14 @@ class SharedDevice(Rule):
             'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "x = torch.ones(2).to(device)\ny = x.to(device)\n",
         ),
+        # A notebook's second torch import, below the first use: the device goes above that use.
+        Invalid(
+            "import torch\nx = torch.ones(2).to(device)\nfrom torch import nn\nlayer = nn.Linear(2, 2).to(device)\n",
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(2).to(device)\nfrom torch import nn\nlayer = nn.Linear(2, 2).to(device)\n",
+        ),
+        # torch is imported only inside the function: no module-level place for the device.
+        Invalid("import numpy as np\n\ndef main():\n    import torch\n    return torch.ones(2).to(device)\n"),
     ]
 
 

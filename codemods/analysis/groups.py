@@ -118,16 +118,17 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         groups[statement] = finder.group(statement)
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
-    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs)
+    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable)
     _block_together(groups, _parts(metadata, groups))
     return groups
 
 
 def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],
-                   device_names: frozenset[str], packs: bool) -> None:
+                   device_names: frozenset[str], packs: bool, placeable: Callable[[cst.CSTNode], bool]) -> None:
     """``for g, labels in loader: model(g, g.ndata["feat"])`` with a batch devmod cannot move
-    (DM203 reports it): the models fed there, directly or handed to the loop's function
-    (``train(model, loader)``), stay with their batch."""
+    (DM203 reports it), or a loop in library code, where devmod adds no device: the models fed
+    there, directly or handed to the loop's function (``train(model, loader)``), stay with
+    their batch."""
     models = model_variables(metadata, module, facts)
 
     def is_model(func: cst.BaseExpression) -> bool:
@@ -143,6 +144,8 @@ def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, gro
         if not fed:
             continue
         why = batch_plan(metadata, loop, loader, is_model, set(device_names), packs)
+        if why is not None and not placeable(loop):
+            why = "it is in library code, where devmod adds no device"
         if isinstance(why, str):
             for group in fed:
                 group.stuck_batches.append(f"devmod cannot move the batch of the loop at line "

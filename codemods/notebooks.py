@@ -6,7 +6,7 @@ into one module, with a marker comment before each cell, runs the one engine on 
 and splits the result back at the markers.
 
 IPython syntax (``%matplotlib inline``, ``!pip install x``, ``files = !ls``, ``%%time``,
-``obj?``) is not Python: such lines are masked to placeholder names that parse, and
+``obj?``, ``torch.*Tensor?``) is not Python: such lines are masked to placeholder names that parse, and
 put back byte-identical afterwards. A cell magic whose body is not Python
 (``%%bash``, ``%%writefile``) is masked whole.
 

@@ -10,7 +10,8 @@ so no other rule may write a use of the device there either: ``Rule.fix`` asks
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from bisect import bisect_left
+from typing import Mapping
 
 import libcst as cst
 from libcst.metadata import GlobalScope, PositionProvider, ScopeProvider
@@ -20,25 +21,40 @@ from .names import dotted
 from .tree import runs_later, top_level_statement, walk
 
 
-def definition_anchor(body: Sequence[cst.BaseStatement], before: int, torch_alias: str,
-                      imports_torch: bool) -> int | None:
-    """Index of the top-level statement after which a new device definition goes so that it runs
-    before statement ``before`` (-1: the top of the file), or None when there is no such place.
+class DevicePlaces:
+    """Where a new definition of the shared device may go in one tree (computed once per tree)."""
 
-    The place is the end of the leading docstring and imports, or the last torch import above
-    ``before`` when that is later. The definition reads ``torch_alias``: some statement up to the
-    place must bind it, unless the file has no ``import torch`` at all (``imports_torch`` False),
-    in which case DM101 adds one with the definition."""
-    lead = -1
-    for index, stmt in enumerate(body[:before]):
-        if _is_import_like(stmt) or (index == 0 and _is_docstring(stmt)):
-            lead = index
-        else:
-            break
-    anchor = max([lead, *(i for i, stmt in enumerate(body[:before]) if _imports_torch(stmt))])
-    if imports_torch and not any(_binds(stmt, torch_alias) for stmt in body[:anchor + 1]):
-        return None  # the alias is bound only below: the definition would fail with a NameError
-    return anchor
+    def __init__(self, module: cst.Module, torch_alias: str) -> None:
+        body = list(module.body)
+        self.size = len(body)
+        self._index = {id(stmt): index for index, stmt in enumerate(body)}
+        self._lead = -1  # the leading docstring and imports
+        for index, stmt in enumerate(body):
+            if _is_import_like(stmt) or (index == 0 and _is_docstring(stmt)):
+                self._lead = index
+            else:
+                break
+        self._torch_imports = [index for index, stmt in enumerate(body) if _imports_torch(stmt)]
+        self._binding = next((index for index, stmt in enumerate(body) if _binds(stmt, torch_alias)), None)
+        # Without any ``import torch`` DM101 adds one with the definition: the alias is then bound.
+        self._adds_import = not imports_torch_module(module)
+
+    def index(self, statement: cst.CSTNode | None) -> int | None:
+        """The index of a top-level statement (None: not one of this tree's)."""
+        return self._index.get(id(statement))
+
+    def anchor(self, before: int) -> int | None:
+        """Index of the top-level statement after which a new definition goes so that it runs
+        before statement ``before`` (-1: the top of the file), or None when there is no such place.
+
+        The place is the end of the leading docstring and imports, or the last torch import above
+        ``before`` when that is later (not the file's last one: a notebook imports as it goes). The
+        definition reads the torch alias: a statement up to the place must bind it."""
+        below = bisect_left(self._torch_imports, before)
+        anchor = max(min(self._lead, before - 1), self._torch_imports[below - 1] if below else -1)
+        if not self._adds_import and (self._binding is None or self._binding > anchor):
+            return None  # the alias is bound only below: the definition would fail with a NameError
+        return anchor
 
 
 def imports_torch_module(module: cst.CSTNode) -> bool:
@@ -74,28 +90,27 @@ def _in_source_order(metadata: Mapping, accesses: list) -> list:
     return sorted(accesses, key=key)
 
 
-def device_unreachable(metadata: Mapping, module: cst.Module, node: cst.CSTNode, name: str,
-                       definitions: list[DeviceDefinition], torch_alias: str,
+def device_unreachable(metadata: Mapping, places: DevicePlaces, module: cst.Module, node: cst.CSTNode,
+                       name: str, definitions: list[DeviceDefinition], torch_alias: str,
                        first_use: int | None = None) -> str | None:
     """None when DM101 will have ``name`` bound where ``node`` runs; else why it will not.
 
     ``first_use``: the index of the first top-level statement that already reads ``name``
     (DM101 places the device for that one first: if it cannot, it defines nothing at all)."""
-    body = list(module.body)
-    before = len(body)
+    before = places.size
     if not runs_later(metadata, node):
-        top = top_level_statement(metadata, node)
-        before = body.index(top) if top in body else len(body)
+        found = places.index(top_level_statement(metadata, node))
+        before = places.size if found is None else found
     if first_use is not None:
         before = min(before, first_use)
     own = [d for d in definitions if d.name == name]
     if not own and bound_at_module_level(metadata, module, name):
         return None  # the file's own variable of that name (``device = 0``): DM101 leaves it alone
-    anchor = definition_anchor(body, before, torch_alias, imports_torch_module(module))
+    anchor = places.anchor(before)
     if not own:
         return None if anchor is not None else "no module-level `import torch` comes before it"
-    top = top_level_statement(metadata, own[0].statement)
-    if top in body and body.index(top) < before:
+    found = places.index(top_level_statement(metadata, own[0].statement))
+    if found is not None and found < before:
         return None
     if movable(own[0], module) and pure(own[0].assign.value, torch_alias) and anchor is not None:
         return None  # DM101 moves the definition up

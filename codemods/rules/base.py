@@ -18,7 +18,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from ..analysis.devices import DEVICE_LIKE_NAMES, DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name, user_chosen_device
 from ..analysis.candidates import FileFacts
-from ..analysis.device_anchor import device_unreachable, device_uses
+from ..analysis.device_anchor import DevicePlaces, device_unreachable, device_uses
 from ..analysis.groups import Group, model_groups
 from ..analysis.names import torch_module_alias
 from ..analysis.project import FileRole
@@ -64,7 +64,7 @@ class RunState:
     source: str = ""  # the text of ``source_module``, the tree the pass started from
     source_module: cst.Module | None = None
     allow: Allow | None = None  # None: every fix the configuration enables is applied
-    device_first_use: tuple | None = None  # (module, index of the first statement reading the device)
+    device_places: tuple | None = None  # (module, DevicePlaces, index of the first statement reading the device)
 
 
 class Rule(VisitorBasedCodemodCommand):
@@ -199,14 +199,15 @@ class Rule(VisitorBasedCodemodCommand):
 
     def _device_unreachable(self, node: cst.CSTNode) -> str | None:
         """Why DM101 will not have the shared device bound where ``node`` runs (None: it will)."""
-        cached = self.state.device_first_use
+        cached = self.state.device_places
         if cached is None or cached[0] is not self.tree:
+            places = DevicePlaces(self.tree, self.torch_alias)
             immediate, _ = device_uses(self.metadata, self.shared_name)
-            body = list(self.tree.body)
-            first = min((body.index(s) for s in immediate if s in body), default=None)
-            cached = self.state.device_first_use = (self.tree, first)
-        return device_unreachable(self.metadata, self.tree, node, self.shared_name, self.device_definitions,
-                                  self.torch_alias, cached[1])
+            first = min((i for i in map(places.index, immediate) if i is not None), default=None)
+            cached = self.state.device_places = (self.tree, places, first)
+        _, places, first = cached
+        return device_unreachable(self.metadata, places, self.tree, node, self.shared_name,
+                                  self.device_definitions, self.torch_alias, first)
 
     def _mentions_shared_device(self, replacement) -> bool:
         if isinstance(replacement, cst.RemovalSentinel):

@@ -29,7 +29,7 @@ from typing import Sequence
 import libcst as cst
 
 from ..analysis.candidates import FileFacts
-from ..analysis.device_anchor import bound_at_module_level, definition_anchor, device_uses, imports_torch_module, pure
+from ..analysis.device_anchor import DevicePlaces, bound_at_module_level, device_uses, imports_torch_module, pure
 from ..analysis.devices import movable
 from ..analysis.scopes import is_main_guard
 from ..analysis.tree import ancestors, code_of, top_level_statement, walk
@@ -86,7 +86,7 @@ class SharedDevice(Rule):
         first_use = min((body.index(s) for s in immediate), default=len(body))
         # After a torch import above the first use (see analysis/device_anchor.py; the fixes of
         # the other rules asked the same question before writing the name).
-        anchor = definition_anchor(body, first_use, self.torch_alias, imports_torch_module(self.tree))
+        anchor = DevicePlaces(module, self.torch_alias).anchor(first_use)
         definitions = [d for d in self.device_definitions if d.name == name]
         if not definitions and bound_at_module_level(self.metadata, module, name):
             return  # the file's own variable of that name (``device = 0``): not ours to replace

@@ -270,6 +270,7 @@ class _GroupFinder:
         self.tuple_helpers: set[str] = set()
         self.alias_depth = 0
         self.hosts_only = 0  # > 0: a factory does not count as held-out data
+        self.loop_depth = 0  # loop variables followed back to their sequences
         self.model_names: set[str] = set()
         self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
 
@@ -417,6 +418,15 @@ class _GroupFinder:
             return  # ``pack_padded_sequence`` wants its lengths on the CPU
         holder = self.parents.get(target)
         statement = self.parents.get(holder)
+        source = self._iterated(target)
+        if source is not None:
+            if self.loop_depth < _MAX_DEPTH:  # ``for x, y in zip(xs, ys): net(x)``: ``xs`` meets the model
+                self.loop_depth += 1
+                try:
+                    self._consider(source, found)
+                finally:
+                    self.loop_depth -= 1
+            return
         if isinstance(holder, cst.Element):
             self._consider_unpacked(target, holder, found)
             return
@@ -429,6 +439,48 @@ class _GroupFinder:
             self._note_foreign(statement.value, target)
             return
         found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
+
+    def _iterated(self, target: cst.Name) -> cst.BaseExpression | None:
+        """For a loop variable, the sequence its values come from: ``xs`` for ``x`` in
+        ``for x in xs``, ``for i, x in enumerate(xs)`` and ``for x, y in zip(xs, ys)``."""
+        holder = self.parents.get(target)
+        loop = holder
+        index = None
+        if isinstance(holder, cst.Element) and isinstance(self.parents.get(holder), (cst.Tuple, cst.List)):
+            pattern = self.parents.get(holder)
+            index = next(i for i, e in enumerate(pattern.elements) if e is holder)  # type: ignore[union-attr]
+            loop = self.parents.get(pattern)
+            if not (isinstance(loop, cst.For) and loop.target is pattern):
+                return None
+        elif not (isinstance(loop, cst.For) and loop.target is target):
+            return None
+        iterable = loop.iter  # type: ignore[union-attr]
+        if index is None:
+            return iterable if isinstance(iterable, cst.Name) else None
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+                and all(a.keyword is None and not a.star for a in iterable.args):
+            if iterable.func.value == "zip" and index < len(iterable.args):
+                return iterable.args[index].value
+            if iterable.func.value == "enumerate" and index == 1 and iterable.args:
+                return iterable.args[0].value
+        return None
+
+    def _loop_target_for(self, arg: cst.Arg, call: cst.Call) -> cst.Name | None:
+        """``xs`` in ``for x, y in zip(xs, ys)`` / ``enumerate(xs)``: the loop variable it feeds."""
+        loop = self.parents.get(call)
+        if not (isinstance(loop, cst.For) and loop.iter is call and isinstance(call.func, cst.Name)
+                and arg.keyword is None and not arg.star):
+            return None
+        index = call.args.index(arg)
+        if call.func.value == "enumerate":
+            index = 1 if index == 0 else -1
+        elif call.func.value != "zip":
+            return None
+        target = loop.target
+        if isinstance(target, (cst.Tuple, cst.List)) and 0 <= index < len(target.elements) \
+                and isinstance(target.elements[index].value, cst.Name):
+            return target.elements[index].value
+        return None
 
     def _note_foreign(self, value: cst.BaseExpression, target: cst.Name | None) -> None:
         """``img = to_tensor(picture).unsqueeze(0)`` / ``model(**tokenizer(text))``: made by a
@@ -658,10 +710,16 @@ class _GroupFinder:
                 current = parent
             elif isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Element, cst.Tuple, cst.List)):
                 current = parent  # ``net(held + noise)``, ``torch.cat((held, held))``
+            elif isinstance(parent, cst.For) and parent.iter is current and isinstance(parent.target, cst.Name) \
+                    and depth < _MAX_DEPTH:  # ``for row in xs``: each row is used as ``xs`` would be
+                return all(self._fine_on_device(u, depth + 1) for u in self._uses(parent.target))
             elif isinstance(parent, cst.Arg):
                 call = self.parents.get(parent)
                 if not isinstance(call, cst.Call):
                     return False
+                row = self._loop_target_for(parent, call) if depth < _MAX_DEPTH else None
+                if row is not None:
+                    return all(self._fine_on_device(u, depth + 1) for u in self._uses(row))
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value == "forward":
                     func = func.value

@@ -310,3 +310,31 @@ def test_inputs_from_an_image_transform_or_a_tokenizer_keep_the_model_where_it_i
     assert len(messages) == 2
     assert "its input at line 8 comes from transformers" in messages[0]
     assert "its input at line 11 comes from torchvision.transforms" in messages[1]
+
+
+def test_a_model_fed_rows_of_host_tensors_in_a_zip_loop_moves_with_them():
+    out, reports = run("""\
+        import torch
+        import torch.nn as nn
+        rows = torch.Tensor([[0.0, 1.0], [1.0, 0.0]])
+        labels = torch.LongTensor([1, 0])
+        net = nn.Linear(2, 2)
+        for row, label in zip(rows, labels):
+            print(net(row.unsqueeze(0)).argmax(1) == label)
+    """)
+    assert "rows = torch.Tensor([[0.0, 1.0], [1.0, 0.0]]).to(device)" in out
+    assert "labels = torch.LongTensor([1, 0]).to(device)" in out
+    assert "net = nn.Linear(2, 2).to(device)" in out and not reports
+
+
+def test_a_factory_that_meets_a_legacy_tensor_bound_to_a_name_stays():
+    source = """\
+        import torch
+        m = torch.Tensor([[2, 5, 3, 7], [4, 2, 1, 9]])
+        v = torch.arange(1., 4 + 1)
+        print(m @ v)
+        print(m + torch.rand(2, 4))
+        device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    """
+    out, reports = run(source)
+    assert out == textwrap.dedent(source)

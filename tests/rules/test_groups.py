@@ -338,3 +338,51 @@ def test_a_factory_that_meets_a_legacy_tensor_bound_to_a_name_stays():
     """
     out, reports = run(source)
     assert out == textwrap.dedent(source)
+
+
+def test_a_replay_buffer_batch_and_a_method_input_move_with_the_policy():
+    out, reports = run('''\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        class Buffer:
+            def __init__(self):
+                self.items = []
+
+            def sample(self):
+                states, actions = zip(*self.items)
+                return torch.tensor(np.stack(states), dtype=torch.float), torch.tensor(actions)
+
+        class Policy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+
+            def act(self, obs):
+                return self.forward(obs).argmax().item()
+
+        def learn(net, memory):
+            s, a = memory.sample()
+            return net(s).gather(1, a.unsqueeze(1)).sum()
+
+        def main():
+            policy = Policy()
+            memory = Buffer()
+            for step in range(4):
+                obs = np.ones(4, dtype=np.float32)
+                memory.items.append((obs, policy.act(torch.from_numpy(obs))))
+            print(learn(policy, memory))
+
+        if __name__ == "__main__":
+            main()
+    ''')
+    assert "    s, a = memory.sample()\n    s, a = s.to(device), a.to(device)\n" in out
+    assert "policy = Policy().to(device)" in out
+    assert "policy.act(torch.from_numpy(obs).to(device))" in out
+    assert not reports
+    namespace = {"__name__": "__main__"}
+    exec(compile(out, "rl.py", "exec"), namespace)  # runs on the CPU as before

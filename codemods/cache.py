@@ -55,14 +55,22 @@ class Outcome:
     new_data: bytes | None = None  # the rewritten bytes, when different
 
 
-def code_fingerprint() -> str:
-    """Changes whenever devmod's own code does (a development install keeps its version number)."""
-    package = Path(__file__).resolve().parent
+def code_fingerprint(package: str | os.PathLike | None = None) -> str:
+    """Changes whenever devmod's own code does (a development install keeps its version number).
+
+    Made from the files' bytes, not their mtimes: a checkout, merge or copy that rewrites a file
+    with the same content must not throw away every cached result (a long benchmark once lost
+    its warm run to a merge in the tree it measured)."""
+    root = Path(package) if package is not None else Path(__file__).resolve().parent
     digest = hashlib.sha256(f"{CACHE_FORMAT}:{__version__}".encode())
-    for path in sorted(package.rglob("*")):
+    for path in sorted(root.rglob("*")):
         if path.suffix in (".py", ".txt") and "__pycache__" not in path.parts:
-            stat = path.stat()
-            digest.update(f"{path.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            digest.update(f"{path.relative_to(root).as_posix()}:{len(data)}:".encode())
+            digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()
 
 

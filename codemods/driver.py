@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Literal, Sequence
 
 from .cache import Cache, Outcome
-from .analysis.project import FileRole, ProjectIndex
+from .analysis.project import FileRole, ProjectIndex, files_around
 from .config import Config
 from .findings import Finding
 from .interrupts import pool_options
@@ -220,13 +220,18 @@ def _process(paths: list[str], config: Config, mode: Mode, jobs: int | None, cac
              executor: Executor | None, isolate: bool) -> Iterator[FileReport]:
     # One read of the whole project with ``ast``: which files are imported, which functions
     # are driver code, which names build models. Every file's rewrite needs it.
-    project = ProjectIndex.around(paths, summary_of=cache.summary_of if cache is not None else None)
-    roles = [project.role_for(p) for p in paths]
-    del project  # (memory: the roles are all the rest of the run needs)
+    files = files_around(paths)
+
+    def build() -> list[tuple[FileRole, str]]:
+        project = ProjectIndex.from_paths(files, summary_of=cache.summary_of if cache is not None else None)
+        return [(role, role_key(role)) for role in map(project.role_for, paths)]
+    # (the index itself is dropped here: the roles are all the rest of the run needs)
+    roles, extras = zip(*(cache.project_roles(files, paths, build) if cache is not None else build())) \
+        if paths else ((), ())
     reports: dict[int, FileReport] = {}
     todo: list[int] = []
     for index, path in enumerate(paths):
-        report = _from_cache(cache, path, mode, roles[index]) if cache is not None else None
+        report = _from_cache(cache, path, mode, extras[index]) if cache is not None else None
         if report is None:
             todo.append(index)
         else:
@@ -240,16 +245,16 @@ def _process(paths: list[str], config: Config, mode: Mode, jobs: int | None, cac
             if stored is not None and cache is not None:
                 key, outcome, stat = stored
                 cache.put(paths[done_index], key, outcome, None if report.changed and mode == "write" else stat,
-                          role_key(roles[done_index]))
+                          extras[done_index])
         yield reports.pop(index)
     if cache is not None:
         cache.close()
 
 
-def _from_cache(cache: Cache, path: str, mode: Mode, role: FileRole) -> FileReport | None:
+def _from_cache(cache: Cache, path: str, mode: Mode, extra: str) -> FileReport | None:
+    """``extra``: the file's ``role_key``."""
     if path.endswith(".ipynb"):
         return None
-    extra = role_key(role)
     key = cache.known_key(path, extra)
     data = None
     if key is None:

@@ -190,3 +190,33 @@ def test_a_warm_run_through_worker_processes_computes_nothing(tmp_path, monkeypa
     warm = list(driver.process_files(paths, config, "diff", jobs=2, cache=cache))
     assert computed == [] and cache.hits == len(paths)
     assert _summary(warm) == _summary(cold)
+
+
+def test_a_warm_run_does_not_build_the_project_index(tmp_path, monkeypatch):
+    """The roles of an unchanged project come from the cache: no summary, no import graph."""
+    from codemods.analysis import project
+    paths = _files(tmp_path, 4)
+    cold = _run(paths, tmp_path / "cache")
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the project index was built although nothing changed")
+    monkeypatch.setattr(project.ProjectIndex, "__init__", fail)
+    _forbid_engine(monkeypatch)
+    assert _summary(_run(paths, tmp_path / "cache")) == _summary(cold)
+
+
+def test_an_edit_elsewhere_in_the_project_changes_the_roles(tmp_path):
+    """``train.py`` alone is given; the model class it imports is defined in ``models.py``."""
+    (tmp_path / "pyproject.toml").write_text("")
+    models, train = tmp_path / "models.py", tmp_path / "train.py"
+    models.write_text("import torch\n\nclass Net:\n    pass\n")
+    train.write_text("import torch\nfrom models import Net\n\nnet = Net()\n")
+    old = time.time() - 60
+    for path in (models, train):
+        os.utime(path, (old, old))
+    before = _run([str(train)], tmp_path / "cache")
+    assert not before[0].changed
+    models.write_text("import torch\n\nclass Net(torch.nn.Module):\n    pass\n")
+    os.utime(models, (old + 1, old + 1))
+    after = _run([str(train)], tmp_path / "cache")
+    assert after[0].changed and "Net().to(device)" in after[0].diff

@@ -6,7 +6,7 @@ into one module, with a marker comment before each cell, runs the one engine on 
 and splits the result back at the markers.
 
 IPython syntax (``%matplotlib inline``, ``!pip install x``, ``files = !ls``, ``%%time``,
-``obj?``) is not Python: such lines are masked to placeholder names that parse, and
+``obj?``, ``torch.*Tensor?``) is not Python: such lines are masked to placeholder names that parse, and
 put back byte-identical afterwards. A cell magic whose body is not Python
 (``%%bash``, ``%%writefile``) is masked whole.
 
@@ -43,9 +43,11 @@ NOTEBOOK_SUFFIX = ".ipynb"
 # Cell magics whose body is Python (IPython runs it after the first line); any other
 # cell magic (%%bash, %%html, %%writefile, ...) holds another language and is masked whole.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit", "mprun", "snakeviz"})
-# `%magic`, `!cmd`, `?obj`, `x = !cmd`, `x = %magic`, `obj?` / `obj??`.
+# `%magic`, `!cmd`, `?obj`, `x = !cmd`, `x = %magic`.
 _ESCAPE = re.compile(r"^\s*(?:[%!?]|[A-Za-z_][\w.,\s]*=\s*[%!])")
-_HELP = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\(\))?\?\??\s*$")
+# Help after the name: `obj?`, `obj??`, `f()?`, `items[0]?`, and the wildcard search `torch.*Tensor?`
+# (IPython's psearch: `*` may stand anywhere in a dotted name).
+_HELP = re.compile(r"^\s*(?!\d)[\w*]+(?:\.(?!\d)[\w*]+|\[-?\d+\])*(?:\(\))?\?\??\s*$")
 _CELL_MAGIC = re.compile(r"^%%(\w+)")
 
 

@@ -168,6 +168,33 @@ def test_ipython_syntax_is_masked_to_lines_that_parse_and_restored() -> None:
     assert mask_cell(text, {}) == text
 
 
+def test_wildcard_help_is_masked_and_the_rest_is_rewritten(tmp_path: Path) -> None:
+    # IPython's wildcard search (`torch.*Tensor?`, psearch) and help on an item (`xs[0]?`) were not
+    # masked: the whole notebook was refused as "cannot parse".
+    help_cell = "# all the *Tensor classes\ntorch.*Tensor?\n*int*??\nxs[0]?"
+    path = jupyter_notebook(tmp_path / "nb.ipynb", "import torch\nxs = [1]", help_cell, "z = torch.ones(2).cuda()")
+    code, _, err = run("apply", str(path))
+    assert code == 0 and "cannot parse" not in err, err
+    cells = sources(path)
+    assert cells[2] == help_cell
+    assert cells[3] == "z = torch.ones(2, device=device)"
+
+
+def test_a_later_torch_import_cell_keeps_the_device_above_its_first_use(tmp_path: Path) -> None:
+    # pytorch-beginner basic.ipynb: `import torch` in the first cell, `from torch import nn` many
+    # cells below the first use. The device once went after the last torch import: DM101 reported
+    # "used before torch is imported" (false) while `device=device` and `.to(device)` were written.
+    path = jupyter_notebook(tmp_path / "nb.ipynb", "import torch", "torch.rand(5, 4)",
+                            "a = torch.rand(5, 4)\na = a.cuda()\nprint(a)",
+                            "from torch import nn\nprint(nn.Linear(2, 1)(torch.ones(1, 2)))")
+    code, out, err = run("apply", str(path))
+    assert code == 0 and "0 findings not fixed" in out + err, out + err
+    cells = sources(path)
+    assert cells[1] == 'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+    assert cells[3] == "a = torch.rand(5, 4)\na = a.to(device)\nprint(a)"
+    exec(compile("\n".join(cells[1:]), "<cells>", "exec"), {})  # no NameError on the CPU
+
+
 def test_magics_around_fixes_come_back_byte_identical(tmp_path: Path) -> None:
     path = jupyter_notebook(tmp_path / "nb.ipynb", "%load_ext autoreload\n%autoreload 2\nimport torch",
                             "%%capture out\nfor i in range(3):\n    %time y = torch.ones(1).cuda()\n    !echo {i}",

@@ -119,3 +119,18 @@ def test_the_notebook_example_fails_before_and_runs_clean_after(tmp_path: Path) 
     assert run("apply", str(path))[0] == 0
     code, _, err = run("verify", "--simulate", str(path))
     assert code == 0 and "model parameters on cuda:0" in err
+
+
+def test_the_tutorial_notebook_example_runs_on_the_cpu_after_the_rewrite(tmp_path: Path) -> None:
+    # examples/28: `import torch` first, `from torch import nn` below the first use, `torch.*Tensor?`.
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+
+    path = Path(shutil.copy(HERE.parent / "examples" / "28_tutorial_notebook_cells.ipynb", tmp_path / "28.ipynb"))
+    code, out, err = run("apply", str(path))
+    assert code == 0 and "0 findings not fixed" in out + err, out + err
+    executed = execute(path)  # every cell, the wildcard help included, on the CPU kernel: no NameError
+    text = "".join(out.get("text", "") for cell in executed.cells if cell.cell_type == "code" for out in cell.outputs)
+    assert "torch.Size([5, 2])" in text
+    code, _, err = run("verify", "--simulate", str(path))
+    assert code == 0 and "ran clean on simulated cuda:0" in err, err

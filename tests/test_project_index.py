@@ -124,3 +124,35 @@ def test_inputs_of_an_object_devmod_cannot_place_stay():
         print(net(torch.randn(1, 4)))
         """)
     assert transform_source(source).output == source
+
+
+def test_a_model_whose_loop_is_library_code_stays_with_its_batches(tmp_path):
+    """``fit(model, loader)`` lives in a file others import, so its loop gets no device: the
+    model that the file's own main block hands to it stays too, and the group is reported."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "use.py").write_text("from pkg.train import fit\n")
+    train = package / "train.py"
+    train.write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+
+        def fit(model, loader):
+            for x, y in loader:
+                nn.functional.mse_loss(model(x), y).backward()
+
+
+        if __name__ == "__main__":
+            data = TensorDataset(torch.randn(16, 3), torch.randn(16, 1))
+            net = nn.Linear(3, 1)
+            fit(net, DataLoader(data, batch_size=4))
+        """))
+    before = train.read_text()
+    paths = sorted(str(p) for p in tmp_path.rglob("*.py"))
+    reports = list(process_files(paths, Config(), "write", jobs=1))
+    assert train.read_text() == before
+    findings = [f for r in reports for f in r.findings if f.code == "DM202"]
+    assert len(findings) == 1 and "the batch of the loop at line 7: it is in library code" in findings[0].message

@@ -8,6 +8,9 @@ storage (``test_x = test_data.data[:2000].float() / 255``), a ``.type(torch.Floa
 cast, ``torch.from_numpy`` or a project helper that returns host data, bound to a name and
 then fed to the model or compared with its output.
 
+A value made by a library whose results devmod does not move (an image transform, a
+tokenizer, an audio loader) and fed to the model holds the group back too.
+
 Each such value either moves with the model (``.to(device)`` where it is bound), when every
 use of it is fine on the device, or, when some use needs it on the CPU, the whole group
 stays where it is and is reported, with the line of each use that holds it back. Groups
@@ -49,6 +52,10 @@ _LEAVES = frozenset({"cpu", "item", "tolist", "size", "dim", "numel", "shape", "
 _HARMLESS_CALLS = frozenset({"print", "len", "str", "repr", "format", "float", "int", "round"})
 _MAX_DEPTH = 3  # assignments followed from a model's output
 _MOVES = frozenset({"to", "cuda", "to_empty"})
+# Libraries whose results are CPU data (tensors, encodings, images) that devmod does not move:
+# a model fed one directly stays with it.
+_CPU_DATA_LIBRARIES = ("torchvision.transforms", "torchvision.io", "torchaudio", "PIL", "transformers",
+                       "tokenizers", "cv2", "librosa", "skimage", "imageio", "datasets", "dgl", "torch_geometric")
 
 
 @dataclass
@@ -75,10 +82,11 @@ class Group:
     placed: bool = False  # the author moves the model (``.to``, ``.cuda()``, ``device=``)
     blocked: bool = False
     stuck_batches: list[str] = field(default_factory=list)  # loops whose batch devmod cannot move
+    foreign: list[str] = field(default_factory=list)  # inputs made by a library devmod does not move
 
     def why(self) -> str:
         """Which values hold the group back, for the report."""
-        parts = list(self.stuck_batches)
+        parts = [*self.foreign, *self.stuck_batches]
         for h in sorted(self.held_out, key=lambda h: h.line):
             if h.unplaceable:
                 parts.append(f"`{h.name}` (line {h.line}) is made in library code, where devmod adds no device")
@@ -118,16 +126,17 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         groups[statement] = finder.group(statement)
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
-    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs)
+    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable)
     _block_together(groups, _parts(metadata, groups))
     return groups
 
 
 def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],
-                   device_names: frozenset[str], packs: bool) -> None:
+                   device_names: frozenset[str], packs: bool, placeable: Callable[[cst.CSTNode], bool]) -> None:
     """``for g, labels in loader: model(g, g.ndata["feat"])`` with a batch devmod cannot move
-    (DM203 reports it): the models fed there, directly or handed to the loop's function
-    (``train(model, loader)``), stay with their batch."""
+    (DM203 reports it), or a loop in library code, where devmod adds no device: the models fed
+    there, directly or handed to the loop's function (``train(model, loader)``), stay with
+    their batch."""
     models = model_variables(metadata, module, facts)
 
     def is_model(func: cst.BaseExpression) -> bool:
@@ -143,6 +152,8 @@ def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, gro
         if not fed:
             continue
         why = batch_plan(metadata, loop, loader, is_model, set(device_names), packs)
+        if why is not None and not placeable(loop):
+            why = "it is in library code, where devmod adds no device"
         if isinstance(why, str):
             for group in fed:
                 group.stuck_batches.append(f"devmod cannot move the batch of the loop at line "
@@ -235,7 +246,7 @@ def _block_together(groups: dict[cst.Assign, Group], links: list[tuple[Group, Gr
     together or not at all. A model the author placed already is on its device whatever
     devmod does: its group is never held back."""
     for group in groups.values():
-        group.blocked = not group.placed and (bool(group.stuck_batches)
+        group.blocked = not group.placed and (bool(group.stuck_batches) or bool(group.foreign)
                                               or any(h.blockers or h.unplaceable for h in group.held_out))
     changed = True
     while changed:
@@ -282,6 +293,7 @@ class _GroupFinder:
         self.model_name = target.value
         self.partner_uses: set[int] = set()
         self.inline: dict[int, cst.BaseExpression] = {}
+        self.foreign: list[str] = []
         found: dict[int, HeldOut] = {}
         for call in self._calls(target):
             for arg in call.args:
@@ -291,6 +303,7 @@ class _GroupFinder:
             held.blockers = self._blockers(held)
         group.held_out = list(found.values())
         group.inline = list(self.inline.values())
+        group.foreign = list(dict.fromkeys(self.foreign))
         group.placed = self._placed(statement, target)
         return group
 
@@ -396,6 +409,8 @@ class _GroupFinder:
         if not isinstance(root, cst.Name):
             if self._held_out(expr):
                 self.inline[id(expr)] = expr  # used right there and nowhere else: it moves in place
+            else:
+                self._note_foreign(expr, None)
             return
         target = self._reaching_binding(root)
         if target is None or (self.packs and "len" in target.value.lower()):
@@ -408,9 +423,45 @@ class _GroupFinder:
         if not (isinstance(holder, cst.AssignTarget) and isinstance(statement, cst.Assign)
                 and len(statement.targets) == 1 and statement.targets[0].target is target):
             return
-        if id(statement) in found or not self._held_out(statement.value):
+        if id(statement) in found:
+            return
+        if not self._held_out(statement.value):
+            self._note_foreign(statement.value, target)
             return
         found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
+
+    def _note_foreign(self, value: cst.BaseExpression, target: cst.Name | None) -> None:
+        """``img = to_tensor(picture).unsqueeze(0)`` / ``model(**tokenizer(text))``: made by a
+        library whose results devmod does not move, so the model stays with them."""
+        library = self._cpu_library(value)
+        if library is None:
+            return
+        what = f"`{target.value}` (line {line_of(self.metadata, target)})" if target is not None \
+            else f"its input at line {line_of(self.metadata, value)}"
+        self.foreign.append(f"{what} comes from {library}, whose results devmod does not move")
+
+    def _cpu_library(self, value: cst.BaseExpression) -> str | None:
+        node = value
+        while True:
+            if isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in _SAME_DEVICE_METHODS:
+                node = node.func.value
+            else:
+                break
+        if not isinstance(node, cst.Call):
+            return None
+        names = qualified_names(self.metadata, node.func)
+        if isinstance(node.func, cst.Name) and not names & _library_names(names):
+            # ``to_tensor = transforms.ToTensor()``, ``tok = AutoTokenizer.from_pretrained(...)``
+            bindings = scope_bindings(self.metadata[ScopeProvider].get(node.func), node.func.value)
+            if len(bindings) == 1 and isinstance(bindings[0].node, cst.Name):
+                statement = self.parents.get(self.parents.get(bindings[0].node))
+                if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
+                    names = qualified_names(self.metadata, statement.value.func)
+        found = sorted(_library_names(names))
+        return next((lib for lib in _CPU_DATA_LIBRARIES if found and found[0].startswith(lib)), None)
 
     def _consider_unpacked(self, target: cst.Name, element: cst.Element, found: dict[int, HeldOut]) -> None:
         """``tokens, labels = map(torch.LongTensor, rows)`` / ``x, y = make_batch()`` where the
@@ -627,6 +678,10 @@ class _GroupFinder:
                 return all(self._fine_on_device(u, depth + 1) for u in self._uses(parent.targets[0].target))
             else:
                 return False
+
+
+def _library_names(names: set[str]) -> set[str]:
+    return {n for n in names if n.startswith(_CPU_DATA_LIBRARIES)}
 
 
 def _data_root(expr: cst.BaseExpression) -> cst.BaseExpression:

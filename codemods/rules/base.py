@@ -18,6 +18,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from ..analysis.devices import DEVICE_LIKE_NAMES, DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name, user_chosen_device
 from ..analysis.candidates import FileFacts
+from ..analysis.device_anchor import DevicePlaces, device_unreachable, device_uses
 from ..analysis.groups import Group, model_groups
 from ..analysis.names import torch_module_alias
 from ..analysis.project import FileRole
@@ -63,6 +64,7 @@ class RunState:
     source: str = ""  # the text of ``source_module``, the tree the pass started from
     source_module: cst.Module | None = None
     allow: Allow | None = None  # None: every fix the configuration enables is applied
+    device_places: tuple | None = None  # (module, DevicePlaces, index of the first statement reading the device)
 
 
 class Rule(VisitorBasedCodemodCommand):
@@ -77,6 +79,8 @@ class Rule(VisitorBasedCodemodCommand):
     ORDER: ClassVar[int] = 50  # lower runs earlier within a pass
     # The rule swaps a CUDA placement the author wrote for the shared device (see DeviceLookup).
     REPLACES_CUDA: ClassVar[bool] = False
+    # DM101: its fixes are the definition of the shared device, not uses that need one.
+    DEFINES_DEVICE: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -163,6 +167,13 @@ class Rule(VisitorBasedCodemodCommand):
         line, column = self.position(node)
         if self.state.suppressions.suppresses(self.CODE, line):
             return updated
+        if not self.DEFINES_DEVICE and self._mentions_shared_device(replacement) \
+                and not mentions_name(node, self.shared_name):
+            reason = self._device_unreachable(node)
+            if reason is not None:  # DM101 could not define it: the fix would be a NameError
+                self._add(line, column, f"{message}; left as it is: `{self.shared_name}` cannot be defined "
+                                        f"above this line ({reason})", fixed=False)
+                return updated
         if self.SAFETY == "unsafe" and not self.state.config.unsafe_fixes:
             shown = replacement if isinstance(replacement, cst.CSTNode) else None
             code = self.tree.code_for_node(shown) if shown is not None else ""
@@ -185,6 +196,18 @@ class Rule(VisitorBasedCodemodCommand):
     def _add(self, line: int, column: int, message: str, fixed: bool, replacement: str | None = None) -> None:
         self.state.findings.append(Finding(self.CODE, self.NAME, line, column, message, fixed,
                                            self.SAFETY, replacement))
+
+    def _device_unreachable(self, node: cst.CSTNode) -> str | None:
+        """Why DM101 will not have the shared device bound where ``node`` runs (None: it will)."""
+        cached = self.state.device_places
+        if cached is None or cached[0] is not self.tree:
+            places = DevicePlaces(self.tree, self.torch_alias)
+            immediate, _ = device_uses(self.metadata, self.shared_name)
+            first = min((i for i in map(places.index, immediate) if i is not None), default=None)
+            cached = self.state.device_places = (self.tree, places, first)
+        _, places, first = cached
+        return device_unreachable(self.metadata, places, self.tree, node, self.shared_name,
+                                  self.device_definitions, self.torch_alias, first)
 
     def _mentions_shared_device(self, replacement) -> bool:
         if isinstance(replacement, cst.RemovalSentinel):

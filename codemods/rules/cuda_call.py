@@ -187,6 +187,9 @@ class CudaCall(Rule):
                 "    return x + table.cuda(where), table.cuda(current_device)\n",
                 "import torch\n\ndef shift(x, table, current_device):\n    where = x.device\n"
                 "    return x + table.to(where), table.to(current_device)\n"),
+        # torch is imported inside the function only: DM101 cannot define the device, so the
+        # `.cuda()` is reported, not turned into a NameError.
+        Invalid("import numpy as np\n\ndef main():\n    import torch\n    return torch.ones(2).cuda()\n"),
     ]
 
 

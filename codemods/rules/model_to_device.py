@@ -22,7 +22,10 @@ built, before an optimizer is made from its parameters, is the expert fix.
   or combined with its output (a slice of a dataset's storage, a ``.type(torch.FloatTensor)``
   cast, ``torch.from_numpy``) gets ``.to(device)`` where it is made. When such a value is
   also needed on the CPU (plotted, passed to NumPy code), nothing in the group moves and
-  the model is reported, with the line of each use that holds it back.
+  the model is reported, with the line of each use that holds it back. The same holds when
+  an input devmod cannot move reaches the model: one made in library code, one from a
+  library such as an image transform or a tokenizer, or a loader's batch that DM203 cannot
+  move (a graph object), also through the function the model is handed to.
 - Nothing is added where the model is already moved anywhere (``model.to(...)``,
   ``.cuda()``, ``accelerator.prepare(model)``, ``.to`` on the constructor), placed
   by its constructor (``device=``, ``device_map=``, 8/4-bit loading), inside
@@ -506,6 +509,13 @@ class ModelToDevice(Rule):
             "        loss = nn.functional.cross_entropy(net(graph.ndata[\"x\"]), labels)\n\n"
             "samples = [(torch.randn(3), k % 2) for k in range(8)]\n"
             "model = nn.Linear(3, 2)\ntrain(model, DataLoader(samples, batch_size=4, collate_fn=make_graph))\n",
+        ),
+        # the input comes from a library whose results devmod does not move (an image transform,
+        # a tokenizer): the model stays with it; report only
+        Invalid(
+            "import torch.nn as nn\nfrom PIL import Image\nfrom torchvision import transforms\n\n"
+            "to_tensor = transforms.ToTensor()\nnet = nn.Conv2d(3, 8, 3)\n"
+            "picture = to_tensor(Image.new(\"RGB\", (8, 8))).unsqueeze(0)\nprint(net(picture).shape)\n",
         ),
         # DistributedDataParallel: the rank's device is not the shared one; report only
         Invalid(

@@ -9,6 +9,12 @@ to point at and falls back to the CPU on machines without a GPU.
   ``DEVICE = ...``) is reused; no second one is created.
 - A definition that comes after its first use moves up to the imports; several
   identical definitions collapse into one.
+- A notebook imports as it goes (``import torch`` in the first cell, ``from torch import nn``
+  in a later one): the device goes after the last torch import above its first use.
+- Where no place comes before the first use (torch is imported only below it, or inside a
+  function), nothing is defined and it is reported; no other rule then writes ``device``
+  in the file: their fixes there are reported, not applied (a NameError is worse than a
+  hard-coded ``.cuda()``).
 - In a file other project files import, a device that only the ``__main__`` block (and the
   functions only it calls) uses is defined at the top of that block, so that
   ``from models import *`` never exports a ``device`` over the importer's own.
@@ -21,13 +27,12 @@ from __future__ import annotations
 from typing import Sequence
 
 import libcst as cst
-from libcst.metadata import GlobalScope, ScopeProvider
 
 from ..analysis.candidates import FileFacts
+from ..analysis.device_anchor import DevicePlaces, bound_at_module_level, device_uses, imports_torch_module, pure
 from ..analysis.devices import movable
-from ..analysis.names import dotted
 from ..analysis.scopes import is_main_guard
-from ..analysis.tree import ancestors, code_of, runs_later, top_level_statement, walk
+from ..analysis.tree import ancestors, code_of, top_level_statement, walk
 from ..comments import is_cell_marker
 from .base import Invalid, Rule, Valid
 
@@ -51,6 +56,7 @@ class SharedDevice(Rule):
     SUMMARY = "one `device = torch.device(...)` per file, after the imports, reused by every fix"
     ERROR = "NameError: name 'device' is not defined / tensors on different devices"
     ORDER = 90  # last: it defines what the other rules referenced in this pass
+    DEFINES_DEVICE = True
 
     @classmethod
     def may_apply(cls, facts: FileFacts) -> bool:
@@ -73,18 +79,22 @@ class SharedDevice(Rule):
 
     def _plan(self, module: cst.Module) -> None:
         name = self.shared_name
-        immediate, deferred = self._uses(name)
+        immediate, deferred = device_uses(self.metadata, name)
         if not immediate and not deferred:
             return
         body = list(module.body)
-        anchor = _import_anchor(body)
         first_use = min((body.index(s) for s in immediate), default=len(body))
+        # After a torch import above the first use (see analysis/device_anchor.py; the fixes of
+        # the other rules asked the same question before writing the name).
+        anchor = DevicePlaces(module, self.torch_alias).anchor(first_use)
         definitions = [d for d in self.device_definitions if d.name == name]
-        if not definitions and _bound_at_module_level(self.metadata, module, name):
+        if not definitions and bound_at_module_level(self.metadata, module, name):
             return  # the file's own variable of that name (``device = 0``): not ours to replace
         if not definitions:
-            if anchor >= first_use:
-                self.report(body[first_use], f"`{name}` is used before torch is imported; define it by hand")
+            if anchor is None:
+                where = body[first_use] if immediate else deferred[0]
+                self.report(where, f"`{name}` cannot be defined: no module-level `import torch` comes before "
+                                   "its first use; define it by hand")
                 return
             statement = self._definition_statement(name)
             where = immediate[0] if immediate else deferred[0]
@@ -104,8 +114,7 @@ class SharedDevice(Rule):
         keep = definitions[0]
         keep_index = body.index(top_level_statement(self.metadata, keep.statement))
         if first_use < keep_index:
-            if not movable(keep, module) or not _pure(keep.assign.value, self.torch_alias) \
-                    or anchor >= first_use:
+            if not movable(keep, module) or not pure(keep.assign.value, self.torch_alias) or anchor is None:
                 self.report(body[first_use], f"`{name}` is used before it is defined")
                 return
             # The comments on and above the definition move with it (a notebook cell's marker stays).
@@ -130,24 +139,6 @@ class SharedDevice(Rule):
                     self._remove.add(other.statement)
                     self._carried += comments
 
-    def _uses(self, name: str) -> tuple[list[cst.CSTNode], list[cst.CSTNode]]:
-        """Loads of ``name`` that resolve to module level: run at import / run when called."""
-        immediate, deferred = [], []
-        # In the order the scopes appear (a set would follow memory addresses: output must not).
-        scopes = dict.fromkeys(s for s in self.metadata[ScopeProvider].values() if s is not None)
-        for scope in scopes:
-            # Source order: libcst keeps accesses in a set, whose order follows memory addresses.
-            for access in sorted(scope.accesses[name], key=lambda a: self.position(a.node)):
-                if not isinstance(access.node, cst.Name):
-                    continue
-                if not all(isinstance(a.scope, GlobalScope) for a in scope[name]):
-                    continue  # a parameter or local of the same name
-                if runs_later(self.metadata, access.node):
-                    deferred.append(access.node)
-                else:
-                    immediate.append(top_level_statement(self.metadata, access.node))
-        return immediate, deferred
-
     def _main_block_only(self, module: cst.Module, immediate: list[cst.CSTNode],
                          deferred: list[cst.CSTNode]) -> cst.If | None:
         """The main block, when the file is imported by others and every use of the device is in
@@ -169,9 +160,7 @@ class SharedDevice(Rule):
             [cst.Assign([cst.AssignTarget(cst.Name(name))], value)], leading_lines=[cst.EmptyLine()])
 
     def _import_torch_if_missing(self) -> list[cst.BaseStatement]:
-        has_alias = any(isinstance(n, cst.Import) and any(dotted(a.name) == "torch" for a in n.names)
-                        for n in walk(self.tree))
-        return [] if has_alias else [cst.parse_statement("import torch\n")]
+        return [] if imports_torch_module(self.tree) else [cst.parse_statement("import torch\n")]
 
     def _local_duplicates(self, module: cst.Module, name: str, statement: cst.SimpleStatementLine):
         """Function-level copies of the very definition being added become redundant."""
@@ -257,6 +246,14 @@ class SharedDevice(Rule):
             'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "x = torch.ones(2).to(device)\ny = x.to(device)\n",
         ),
+        # A notebook's second torch import, below the first use: the device goes above that use.
+        Invalid(
+            "import torch\nx = torch.ones(2).to(device)\nfrom torch import nn\nlayer = nn.Linear(2, 2).to(device)\n",
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(2).to(device)\nfrom torch import nn\nlayer = nn.Linear(2, 2).to(device)\n",
+        ),
+        # torch is imported only inside the function: no module-level place for the device.
+        Invalid("import numpy as np\n\ndef main():\n    import torch\n    return torch.ones(2).to(device)\n"),
     ]
 
 
@@ -283,55 +280,3 @@ def comment_lines(statement: cst.CSTNode) -> list[cst.EmptyLine]:
     lines = [line for line in statement.leading_lines if line.comment]
     trailing = statement.trailing_whitespace.comment
     return lines + ([cst.EmptyLine(comment=trailing)] if trailing else [])
-
-
-def _bound_at_module_level(metadata, module: cst.Module, name: str) -> bool:
-    scope = metadata[ScopeProvider].get(module)
-    return scope is not None and bool(scope.assignments[name])
-
-
-def _import_anchor(body: list[cst.BaseStatement]) -> int:
-    """Index of the statement after which the device goes: the end of the leading
-    docstring/imports block, or the torch import if that comes later (notebook exports)."""
-    anchor = -1
-    for index, stmt in enumerate(body):
-        if _is_import_like(stmt) or (index == 0 and _is_docstring(stmt)):
-            anchor = index
-        else:
-            break
-    for index, stmt in enumerate(body):
-        if index > anchor and _imports_torch(stmt):
-            anchor = index
-    return anchor
-
-
-def _is_docstring(stmt: cst.BaseStatement) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString))
-
-
-def _is_import_like(stmt: cst.BaseStatement) -> bool:
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
-    if isinstance(stmt, cst.Try):
-        return all(_is_import_like(s) for s in stmt.body.body)
-    return False
-
-
-def _imports_torch(stmt: cst.BaseStatement) -> bool:
-    for node in walk(stmt):
-        if isinstance(node, cst.Import) and any((dotted(a.name) or "").split(".")[0] == "torch" for a in node.names):
-            return True
-        if isinstance(node, cst.ImportFrom) and node.module is not None and (
-                (dotted(node.module) or "").split(".")[0] == "torch"):
-            return True
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            return False
-    return False
-
-
-def _pure(value: cst.BaseExpression, torch_alias: str) -> bool:
-    """Only literals and torch attributes: safe to evaluate earlier in the file."""
-    attributes = {id(n.attr) for n in walk(value) if isinstance(n, cst.Attribute)}
-    return all(n.value == torch_alias for n in walk(value)
-               if isinstance(n, cst.Name) and id(n) not in attributes)

@@ -288,3 +288,25 @@ def test_normalised_host_data_moves_once_and_factories_are_left_to_dm201():
     assert "y = x * torch.sin(x)\n" in out, "y follows x, which DM201 places: no second move"
     assert "rows = ((rows - rows.mean(0)) / rows.std(0)).to(device)" in out
     assert not reports
+
+
+def test_inputs_from_an_image_transform_or_a_tokenizer_keep_the_model_where_it_is():
+    source = """\
+        import torch.nn as nn
+        from PIL import Image
+        from torchvision import transforms
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained("tiny")
+        encoder = nn.Linear(4, 4)
+        print(encoder(**tokenizer(["a b"], return_tensors="pt")))
+        preprocess = transforms.Compose([transforms.ToTensor()])
+        net = nn.Conv2d(3, 8, 3)
+        print(net(preprocess(Image.new("RGB", (8, 8))).unsqueeze(0)))
+    """
+    out, reports = run(source)
+    assert out == textwrap.dedent(source)
+    messages = [r.message for r in reports if r.code == "DM202"]
+    assert len(messages) == 2
+    assert "its input at line 8 comes from transformers" in messages[0]
+    assert "its input at line 11 comes from torchvision.transforms" in messages[1]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from codemods.engine import transform_source
 
 
@@ -86,3 +88,43 @@ def test_an_if_else_that_always_defines_the_device_is_reused_below_it():
     assert 'torch.load("m.pt", weights_only=False, map_location=device)' in out
     assert "torch.ones(1, device=device)" in out
     assert out.count("device = ") == 2  # both branches stay as written
+
+
+def test_the_device_goes_after_the_torch_import_above_its_first_use():
+    # A second torch import below the first use (a notebook imports as it goes) once put the
+    # anchor after it: DM101 reported a false "used before torch is imported" while the other
+    # fixes wrote `device` anyway (NameError).
+    out, findings = run("""\
+    import torch
+    x = torch.ones(2).cuda()
+    import torch.nn.functional as F
+    y = F.relu(x)
+    """)
+    assert out.startswith('import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                          "x = torch.ones(2, device=device)\n")
+    assert not [f for f in findings if not f.fixed]
+    exec(compile(out, "<rewritten>", "exec"), {})  # runs on the CPU: `device` is bound where it is read
+
+
+UNDEFINABLE = {
+    # torch itself is imported only below the use (`from torch import nn` binds no `torch`)
+    "torch imported below": ("from torch import nn\nlayer = nn.Linear(2, 2).cuda()\nimport torch\n",
+                             "no module-level `import torch` comes before it"),
+    # torch is imported inside the function only
+    "torch imported in a function": ("import numpy as np\n\n\ndef main():\n    import torch\n"
+                                     "    return torch.ones(2).cuda()\n\n\nmain()\n",
+                                     "no module-level `import torch` comes before it"),
+    # the file's own definition comes later and reads a variable: it cannot move up
+    "definition below, not movable": ('import torch\nx = torch.ones(2).cuda()\nuse_gpu = torch.cuda.is_available()\n'
+                                      'device = torch.device("cuda" if use_gpu else "cpu")\ny = x.to(device)\n',
+                                      "its definition comes later and cannot move up"),
+}
+
+
+@pytest.mark.parametrize("code, reason", UNDEFINABLE.values(), ids=UNDEFINABLE)
+def test_no_fix_writes_the_device_where_dm101_cannot_define_it(code, reason):
+    out, findings = run(code)
+    assert out == code, "a fix using `device` where it is never bound turns working code into a NameError"
+    withheld = [f for f in findings if f.code == "DM103"]
+    assert withheld and not any(f.fixed for f in findings)
+    assert all(f"`device` cannot be defined above this line ({reason})" in f.message for f in withheld)

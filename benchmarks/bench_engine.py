@@ -131,12 +131,17 @@ def helper_{n}(values, factor: float = {dim}.0):
 TEMPLATES = (MODEL, DATASET, TRAIN, EVAL, PLAIN, PLAIN)
 
 # Runs the CLI in a process of its own and prints its peak RSS and its largest child's (a worker).
+# The CLI's own peak is read from /proc (VmHWM, this process's memory only) where there is one:
+# Linux carries ru_maxrss across exec, so a CLI started by this (large) benchmark process would
+# report the benchmark's own peak (the "182 MiB main" of earlier tables was that).
 CLI_WITH_RSS = (
     "import resource, sys\n"
     "from codemods.cli import main\n"
     "try:\n    main(sys.argv[1:], prog_name='devmod')\nexcept SystemExit:\n    pass\n"
-    "sys.stderr.write('\\nDEVMOD-RSS-KB %d %d\\n' % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
-    " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "try:\n    own = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
+    "except (OSError, StopIteration, ValueError):\n    pass\n"
+    "sys.stderr.write('\\nDEVMOD-RSS-KB %d %d\\n' % (own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
 )
 
 
@@ -190,10 +195,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def subprocess_run(command: list[str], env: dict[str, str] | None = None
+def subprocess_run(command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
                    ) -> tuple[float, float, tuple[int, int] | None]:
     start, cpu = time.perf_counter(), _children_cpu()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    # (``cwd``: ``python -c`` puts the working folder first on sys.path, before PYTHONPATH)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd=cwd)
     seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if done.returncode not in (0, 1):
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
@@ -205,21 +211,31 @@ def subprocess_run(command: list[str], env: dict[str, str] | None = None
     return seconds, cpu, None
 
 
-def devmod_rows(corpus: Path, jobs: int, scratch: Path) -> list[Row]:
+def frozen_code(scratch: Path) -> Path:
+    """A copy of devmod's package taken when the benchmark starts: every CLI row runs the same
+    code, even when the checkout is edited or merged into during a run of an hour (the cache
+    key includes devmod's code, so a change between the cold and the warm row empties the cache)."""
+    import shutil
+    target = scratch / "code"
+    shutil.copytree(ROOT / "codemods", target / "codemods", ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def devmod_rows(corpus: Path, jobs: int, scratch: Path, code: Path) -> list[Row]:
     """Cold (a fresh cache folder each round) and warm (the folder the cold run just filled)."""
     state = {"round": 0}
     base = [sys.executable, "-c", CLI_WITH_RSS, "apply", "--check", "-q", "-j", str(jobs), str(corpus)]
 
     def env_for(round_: int) -> dict[str, str]:
         return {**os.environ, "DEVMOD_CACHE_DIR": str(scratch / f"cache-j{jobs}-{round_}"),
-                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+                "PYTHONPATH": str(code) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
     def cold() -> tuple[float, float, tuple[int, int] | None]:
         state["round"] += 1
-        return subprocess_run(base, env_for(state["round"]))
+        return subprocess_run(base, env_for(state["round"]), cwd=scratch)
 
     def warm() -> tuple[float, float, tuple[int, int] | None]:
-        return subprocess_run(base, env_for(state["round"]))
+        return subprocess_run(base, env_for(state["round"]), cwd=scratch)
 
     return [Row(f"devmod apply --check -j {jobs}, cold", cold), Row(f"devmod apply --check -j {jobs}, warm", warm)]
 
@@ -298,8 +314,9 @@ def main(argv: list[str] | None = None) -> None:
 
         rows = [Row("ast.parse (1 process)", in_process(ast_parse)),
                 Row("libcst parse + codegen (1 process)", in_process(libcst_round_trip))]
+        code = frozen_code(scratch)
         for jobs in (int(j) for j in args.jobs.split(",")):
-            rows.extend(devmod_rows(corpus, jobs, scratch))
+            rows.extend(devmod_rows(corpus, jobs, scratch, code))
         if args.torchfix:
             rows.append(Row("torchfix -j 2", lambda: subprocess_run([args.torchfix, "-j", "2", str(corpus)])))
         for round_ in range(args.repeat):

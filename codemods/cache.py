@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import __version__
 
@@ -55,14 +55,22 @@ class Outcome:
     new_data: bytes | None = None  # the rewritten bytes, when different
 
 
-def code_fingerprint() -> str:
-    """Changes whenever devmod's own code does (a development install keeps its version number)."""
-    package = Path(__file__).resolve().parent
+def code_fingerprint(package: str | os.PathLike | None = None) -> str:
+    """Changes whenever devmod's own code does (a development install keeps its version number).
+
+    Made from the files' bytes, not their mtimes: a checkout, merge or copy that rewrites a file
+    with the same content must not throw away every cached result (a long benchmark once lost
+    its warm run to a merge in the tree it measured)."""
+    root = Path(package) if package is not None else Path(__file__).resolve().parent
     digest = hashlib.sha256(f"{CACHE_FORMAT}:{__version__}".encode())
-    for path in sorted(package.rglob("*")):
+    for path in sorted(root.rglob("*")):
         if path.suffix in (".py", ".txt") and "__pycache__" not in path.parts:
-            stat = path.stat()
-            digest.update(f"{path.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            digest.update(f"{path.relative_to(root).as_posix()}:{len(data)}:".encode())
+            digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()
 
 
@@ -91,6 +99,8 @@ class Cache:
         self._summaries: dict[str, tuple[int, int, Any]] | None = None
         self._summaries_dirty = False
         self._summaries_used: set[str] = set()
+        # The roles the whole project index gave, with the size and mtime of every file it read.
+        self._roles_path = self.root / "roles" / f"{index_key}.pickle"
 
     # -- keys ------------------------------------------------------------------------------
     def key(self, path: str, data: bytes, extra: str = "") -> str:
@@ -170,6 +180,31 @@ class Cache:
             self._summaries[path] = (stat.st_size, stat.st_mtime_ns, summary)
             self._summaries_dirty = True
         return summary
+
+    def project_roles(self, files: list[str], paths: list[str],
+                      build: Callable[[], list[Any]]) -> list[tuple[Any, str]]:
+        """``build()`` (each path's role and its ``role_key``), or what it gave last time when
+        every file of the project index (``files``) has the size and mtime it had then: a
+        warm run then neither loads the summaries nor works out who imports whom."""
+        signature = hashlib.sha256(self.settings.encode())
+        trusted = True
+        for path in files:
+            try:
+                stat = os.stat(path)
+            except OSError:
+                trusted = False
+                break
+            trusted = trusted and time.time() - stat.st_mtime_ns / 1e9 >= RACY_SECONDS  # see ``remember``
+            signature.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
+        signature.update("\0".join(paths).encode("utf-8", "surrogateescape"))
+        key = signature.hexdigest()
+        seen = self._load(self._roles_path)
+        if trusted and isinstance(seen, tuple) and len(seen) == 2 and seen[0] == key:
+            return seen[1]
+        roles = build()
+        if trusted:
+            self._write(self._roles_path, (key, roles))
+        return roles
 
     def close(self) -> None:
         if self._index_dirty:

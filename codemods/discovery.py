@@ -142,15 +142,17 @@ def iter_python_files(paths: Iterable[str], exclude: Iterable[Exclude] = (), war
         if force_exclude and (env := _inside_environment(root)):
             warn(f"{root}: skipped, {env} is a Python environment (pass --no-force-exclude to rewrite it)")
             continue
-        yield from _walk(root, excludes, seen, _parent_rules(root, warn), roots, warn)
+        yield from _walk(root, excludes, seen, _parent_rules(root, warn), roots, warn, os.path.realpath(root))
 
 
-def _take(path: str, roots: list[str], seen: set[str], warn: Warn) -> bool:
-    """Whether to yield ``path``: once per real file, and a link only to a target the user gave."""
-    real = os.path.realpath(path)
+def _take(path: str, roots: list[str], seen: set[str], warn: Warn, real: str | None = None,
+          link: bool | None = None) -> bool:
+    """Whether to yield ``path``: once per real file, and a link only to a target the user gave.
+    ``real`` and ``link``, when the caller knows them (a walk: no ``realpath`` per file)."""
+    real = real or os.path.realpath(path)
     if real in seen:
         return False
-    if os.path.islink(path) and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+    if (os.path.islink(path) if link is None else link) and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
         warn(f"{path}: skipped, a symlink to {real}, which is outside the paths given")
         return False
     seen.add(real)
@@ -168,7 +170,9 @@ def _excluded(path: str, excludes: tuple[tuple[str, str], ...]) -> bool:
 
 
 def _walk(folder: str, excludes: tuple[tuple[str, str], ...], seen: set[str], rules: list[_IgnoreFile],
-          roots: list[str], warn: Warn) -> Iterator[str]:
+          roots: list[str], warn: Warn, real_folder: str) -> Iterator[str]:
+    """``real_folder``: ``os.path.realpath(folder)``; an entry that is no link is then
+    ``real_folder/name``, without resolving every component again (a warm run is mostly this)."""
     own = _IgnoreFile.load(folder, warn)
     active = rules + [own] if own else rules
     try:
@@ -188,9 +192,12 @@ def _walk(folder: str, excludes: tuple[tuple[str, str], ...], seen: set[str], ru
         if is_dir:
             if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info") or is_environment(entry.path):
                 continue
-            yield from _walk(entry.path, excludes, seen, active, roots, warn)
-        elif is_file and _take(entry.path, roots, seen, warn):
-            yield entry.path
+            # (is_dir(follow_symlinks=False): a real folder, never a link)
+            yield from _walk(entry.path, excludes, seen, active, roots, warn, os.path.join(real_folder, entry.name))
+        elif is_file:
+            link = entry.is_symlink()
+            if _take(entry.path, roots, seen, warn, None if link else os.path.join(real_folder, entry.name), link):
+                yield entry.path
 
 
 def _ignored(path: str, is_dir: bool, rules: list[_IgnoreFile]) -> bool:

@@ -113,9 +113,12 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
             role = ProjectIndex.build([(path, source)]).role_for(path)
         if not may_need_libcst(tree, code + pad, chosen, config, role):
             return TransformResult(source, source)  # no rule can act here: what the full run gives
-        module = parse(code + pad)
+        # Memory: only one tree at a time is kept alive (a 240 kB file's libcst tree is ~75 MiB,
+        # its ``ast`` tree ~20 MiB): the ``ast`` tree is done with, and ``_run_passes`` holds the
+        # only reference to the libcst tree, so each pass's rebuilt tree frees the one before.
+        del tree
         # The rules see the text libcst parsed (code + pad); the tail goes back on afterwards.
-        module, findings, output = _run_passes(module, chosen, config, suppressions, code + pad, role, allow)
+        findings, output = _run_passes(parse(code + pad), chosen, config, suppressions, code + pad, role, allow)[1:]
     output = (output[: len(output) - len(pad)] if pad and output.endswith(pad) else output) + tail
     if not any(f.fixed for f in findings):
         output = source  # no fix, no write: libcst's round trip is not always exact
@@ -199,7 +202,7 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 allow: Allow | None = None) -> tuple[cst.Module, list[Finding], str]:
     """The settled module, its findings and its text (``module.code``, known without a codegen)."""
     all_chosen = list(rules)
-    first_module, original = module, source
+    original, first_pass = source, True
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
         # Triggers are read from the current text: one rule's fix can make another's apply.
@@ -224,7 +227,7 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
             if wrapper is None:
                 wrapper = _wrap(module)
                 if allow is not None:
-                    state.allow = allow if module is first_module else _from_origin(allow, original, module)
+                    state.allow = allow if first_pass and not pass_changed else _from_origin(allow, original, module)
             if allow is None and scan(wrapper, [rule_cls(context)], state):
                 continue  # this rule changes nothing: the tree and its metadata stay as they are
             try:
@@ -236,10 +239,11 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                                   "file left unchanged, please report this") from exc
             if state.changed:
                 module, wrapper, pass_changed = result, None, True
+            del result  # a rebuilt tree that changed nothing goes now, not after the next rule's visit
         fixed.extend(f for f in state.findings if f.fixed)
         if not pass_changed:
             return module, fixed + [f for f in state.findings if not f.fixed], source
-        source = module.code
+        source, first_pass = module.code, False
         if suppressions.by_line:  # line numbers moved: read the comments again
             suppressions = read_suppressions(source)
     raise SourceError(f"internal error: rules did not settle after {MAX_PASSES} passes; "

@@ -87,11 +87,11 @@ class _OnFirstUse(Mapping):
 class _Handlers:
     """One rule instance with its ``visit_<Node>``/``leave_<Node>`` methods looked up once."""
 
-    __slots__ = ("rule", "visits", "leaves")
-    _CACHE: dict[type, tuple[frozenset[str], frozenset[str]] | None] = {}
+    __slots__ = ("rule", "visits", "leaves", "on_leave")
+    _CACHE: dict[type, tuple[frozenset[str], frozenset[str], bool] | None] = {}
 
-    def __init__(self, rule: Rule, visits: frozenset[str], leaves: frozenset[str]) -> None:
-        self.rule, self.visits, self.leaves = rule, visits, leaves
+    def __init__(self, rule: Rule, visits: frozenset[str], leaves: frozenset[str], on_leave: bool) -> None:
+        self.rule, self.visits, self.leaves, self.on_leave = rule, visits, leaves, on_leave
 
     @classmethod
     def of(cls, rule: Rule) -> "_Handlers | None":
@@ -103,8 +103,10 @@ class _Handlers:
         return None if names is None else cls(rule, *names)
 
     @staticmethod
-    def _names(kind: type) -> tuple[frozenset[str], frozenset[str]] | None:
-        if (kind.on_visit is not cst.CSTTransformer.on_visit or kind.on_leave is not cst.CSTTransformer.on_leave
+    def _names(kind: type) -> tuple[frozenset[str], frozenset[str], bool] | None:
+        """The rule's own visit/leave names, and whether it overrides ``on_leave`` (then that is
+        called on every node, as libcst does, and it calls ``leave_<Node>`` through ``super()``)."""
+        if (kind.on_visit is not cst.CSTTransformer.on_visit
                 or kind.on_visit_attribute is not cst.CSTTransformer.on_visit_attribute
                 or kind.on_leave_attribute is not cst.CSTTransformer.on_leave_attribute):
             return None
@@ -118,7 +120,7 @@ class _Handlers:
             if "_" in node:  # visit_<Node>_<field>: attribute hooks are not mirrored
                 return None
             (visits if prefix == "visit" else leaves).add(node)
-        return frozenset(visits), frozenset(leaves)
+        return frozenset(visits), frozenset(leaves), kind.on_leave is not cst.CSTTransformer.on_leave
 
 
 def _walk(node: cst.CSTNode, active: list[_Handlers], state: RunState) -> None:
@@ -128,7 +130,10 @@ def _walk(node: cst.CSTNode, active: list[_Handlers], state: RunState) -> None:
         for child in children_of(node):  # the fields libcst visits, in its order
             _walk(child, entered, state)
     for handler in active:
-        if name in handler.leaves:
+        if handler.on_leave:
+            if handler.rule.on_leave(node, node) is not node:
+                raise _GiveUp
+        elif name in handler.leaves:
             if getattr(handler.rule, "leave_" + name)(node, node) is not node:
                 raise _GiveUp
         if state.changed:

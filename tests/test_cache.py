@@ -153,3 +153,70 @@ def test_cli_warm_output_is_identical(tmp_path, monkeypatch, mode):
     _forbid_engine(monkeypatch)
     warm = CliRunner().invoke(main, args)
     assert (warm.exit_code, warm.output) == (cold.exit_code, cold.output)
+
+
+def test_rewriting_devmods_code_with_the_same_bytes_keeps_the_cache(tmp_path):
+    """A checkout or merge that rewrites devmod's files unchanged (new mtimes) must not invalidate
+    every result; a changed byte must. (Keyed by mtimes, a warm benchmark run of diffusers' src/
+    recomputed all 1,031 files after a merge touched the tree it measured.)"""
+    import shutil
+
+    import codemods
+    from codemods.cache import code_fingerprint
+    package = tmp_path / "codemods"
+    shutil.copytree(os.path.dirname(codemods.__file__), package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = code_fingerprint(package)
+    later = time.time() + 100
+    for path in package.rglob("*.py"):
+        path.write_bytes(path.read_bytes())
+        os.utime(path, (later, later))
+    assert code_fingerprint(package) == before
+    engine = package / "engine.py"
+    engine.write_text(engine.read_text() + "\n# one more line\n")
+    assert code_fingerprint(package) != before
+
+
+def test_a_warm_run_through_worker_processes_computes_nothing(tmp_path, monkeypatch):
+    """The cold run's results come back from pool workers and are stored by the main process;
+    the warm run then hands no file to the engine (counted, not timed)."""
+    paths = _files(tmp_path, 12)
+    config = Config()
+    cold = list(driver.process_files(paths, config, "diff", jobs=2, cache=Cache(config, tmp_path / "cache")))
+    assert any(r.changed for r in cold) and not any(r.error for r in cold)
+    computed = []
+    real = driver.transform_bytes
+    monkeypatch.setattr(driver, "transform_bytes", lambda *args, **kwargs: computed.append(args[1]) or real(*args, **kwargs))
+    cache = Cache(config, tmp_path / "cache")
+    warm = list(driver.process_files(paths, config, "diff", jobs=2, cache=cache))
+    assert computed == [] and cache.hits == len(paths)
+    assert _summary(warm) == _summary(cold)
+
+
+def test_a_warm_run_does_not_build_the_project_index(tmp_path, monkeypatch):
+    """The roles of an unchanged project come from the cache: no summary, no import graph."""
+    from codemods.analysis import project
+    paths = _files(tmp_path, 4)
+    cold = _run(paths, tmp_path / "cache")
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the project index was built although nothing changed")
+    monkeypatch.setattr(project.ProjectIndex, "__init__", fail)
+    _forbid_engine(monkeypatch)
+    assert _summary(_run(paths, tmp_path / "cache")) == _summary(cold)
+
+
+def test_an_edit_elsewhere_in_the_project_changes_the_roles(tmp_path):
+    """``train.py`` alone is given; the model class it imports is defined in ``models.py``."""
+    (tmp_path / "pyproject.toml").write_text("")
+    models, train = tmp_path / "models.py", tmp_path / "train.py"
+    models.write_text("import torch\n\nclass Net:\n    pass\n")
+    train.write_text("import torch\nfrom models import Net\n\nnet = Net()\n")
+    old = time.time() - 60
+    for path in (models, train):
+        os.utime(path, (old, old))
+    before = _run([str(train)], tmp_path / "cache")
+    assert not before[0].changed
+    models.write_text("import torch\n\nclass Net(torch.nn.Module):\n    pass\n")
+    os.utime(models, (old + 1, old + 1))
+    after = _run([str(train)], tmp_path / "cache")
+    assert after[0].changed and "Net().to(device)" in after[0].diff

@@ -290,24 +290,7 @@ class ProjectIndex:
         that ``devmod apply train.py`` still sees that ``models/`` builds modules and that
         ``models/resnet.py`` is imported by others. The project is the nearest folder above
         with ``.git``, ``pyproject.toml``, ``setup.py`` or ``setup.cfg``, else the file's folder."""
-        from ..discovery import iter_python_files  # discovery does not need the analysis
-        paths = [os.path.abspath(p) for p in paths]
-        given = set(paths)
-        extra: list[str] = []
-        try:
-            for root, marked in sorted({project_root(os.path.dirname(p)) for p in paths}):
-                # Without a project marker only the file's own folder is its project (never all of /tmp).
-                found = iter_python_files([root]) if marked else (
-                    os.path.join(root, n) for n in sorted(os.listdir(root)) if n.endswith(".py"))
-                for path in found:
-                    path = os.path.abspath(path)
-                    if path not in given and os.path.isfile(path):
-                        extra.append(path)
-                    if len(extra) > limit:
-                        return cls.from_paths(paths, summary_of)  # a huge tree: the given files decide alone
-        except OSError:  # an unreadable folder or a symlink loop: the given files decide alone
-            return cls.from_paths(paths, summary_of)
-        return cls.from_paths([*paths, *extra], summary_of)
+        return cls.from_paths(files_around(paths, limit), summary_of)
 
     def role_for(self, path: str) -> FileRole:
         summary = self.files.get(os.path.abspath(path))
@@ -420,6 +403,29 @@ class ProjectIndex:
                     driver.discard(function)
                     changed = True
         return driver, callers
+
+
+def files_around(paths: Iterable[str], limit: int = 2000) -> list[str]:
+    """The files ``ProjectIndex.around`` reads (absolute): ``paths``, then the rest of their
+    project (nothing more when that is over ``limit`` files or cannot be listed)."""
+    from ..discovery import iter_python_files  # discovery does not need the analysis
+    paths = [os.path.abspath(p) for p in paths]
+    given = set(paths)
+    extra: list[str] = []
+    try:
+        for root, marked in sorted({project_root(folder) for folder in {os.path.dirname(p) for p in paths}}):
+            # Without a project marker only the file's own folder is its project (never all of /tmp).
+            found = iter_python_files([root]) if marked else (
+                os.path.join(root, n) for n in sorted(os.listdir(root)) if n.endswith(".py"))
+            for path in found:
+                path = os.path.abspath(path)
+                if path not in given and os.path.isfile(path):
+                    extra.append(path)
+                if len(extra) > limit:
+                    return paths  # a huge tree: the given files decide alone
+    except OSError:  # an unreadable folder or a symlink loop: the given files decide alone
+        return paths
+    return [*paths, *extra]
 
 
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")

@@ -471,6 +471,14 @@ class _GroupFinder:
         if id(statement) in found:
             return
         if not self._held_out(statement.value):
+            root_name = _data_root(statement.value)
+            if isinstance(root_name, cst.Name) and root_name.value == target.value and self.loop_depth < _MAX_DEPTH:
+                self.loop_depth += 1  # ``one = one.view(1, -1)``: the value it was before
+                try:
+                    self._consider(statement.value, found)
+                finally:
+                    self.loop_depth -= 1
+                return
             self._note_foreign(statement.value, target)
             return
         found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
@@ -609,11 +617,34 @@ class _GroupFinder:
             return None
         if len(bindings) == 1:
             return bindings[0].node  # type: ignore[return-value]
-        if any(b.scope is not bindings[0].scope or self._in_loop(b.node) for b in bindings):
+        if any(b.scope is not bindings[0].scope for b in bindings):
             return None
+        if any(self._in_loop(b.node) for b in bindings):
+            return self._loop_binding(use, [b.node for b in bindings])  # type: ignore[misc]
         line = line_of(self.metadata, use)
         above = [b.node for b in bindings if line_of(self.metadata, b.node) < line]
         return max(above, key=lambda n: line_of(self.metadata, n), default=None)  # type: ignore[arg-type]
+
+    def _loop_binding(self, use: cst.Name, targets: list[cst.Name]) -> cst.Name | None:
+        """``for one in rows: one = one.view(1, -1); net(one)``: in a ``for`` body, the last
+        plain assignment above the use in the same block, else the loop's own variable."""
+        statement = next((a for a in ancestors(self.metadata, use) if isinstance(a, cst.SimpleStatementLine)), None)
+        block = self.parents.get(statement) if statement is not None else None
+        loop = self.parents.get(block) if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(loop, cst.For):
+            return None
+        index = list(block.body).index(statement)  # type: ignore[union-attr]
+        for earlier in reversed(list(block.body)[:index]):  # type: ignore[union-attr]
+            hits = [t for t in targets if any(a is earlier for a in ancestors(self.metadata, t))]
+            if hits:
+                holder = self.parents.get(hits[0])
+                return hits[0] if len(hits) == 1 and isinstance(holder, cst.AssignTarget) else None
+            if not isinstance(earlier, cst.SimpleStatementLine) and any(
+                    isinstance(n, cst.Name) and n.value == use.value for n in walk(earlier)):
+                return None  # named in a nested block: maybe bound there, no single answer
+        mine = [t for t in targets if self._iterated(t) is not None
+                and any(a is loop for a in ancestors(self.metadata, t))]
+        return mine[0] if len(mine) == 1 else None
 
     def _in_loop(self, node: cst.CSTNode) -> bool:
         return any(isinstance(a, (cst.For, cst.While)) for a in ancestors(self.metadata, node))

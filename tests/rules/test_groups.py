@@ -386,3 +386,20 @@ def test_a_replay_buffer_batch_and_a_method_input_move_with_the_policy():
     assert not reports
     namespace = {"__name__": "__main__"}
     exec(compile(out, "rl.py", "exec"), namespace)  # runs on the CPU as before
+
+
+def test_rows_rebound_inside_the_loop_still_come_from_the_sequence():
+    out, reports = run("""\
+        import torch
+        import torch.nn as nn
+        cell = nn.RNN(input_size=4, hidden_size=2, batch_first=True)
+        hidden = torch.randn(1, 1, 2)
+        rows = torch.Tensor([[1, 0, 0, 0], [0, 1, 0, 0]])
+        for one in rows:
+            one = one.view(1, 1, -1)
+            out, hidden = cell(one, hidden)
+        print(out.shape)
+    """)
+    assert "rows = torch.Tensor([[1, 0, 0, 0], [0, 1, 0, 0]]).to(device)" in out
+    assert "cell = nn.RNN(input_size=4, hidden_size=2, batch_first=True).to(device)" in out
+    assert not reports

@@ -28,7 +28,8 @@ def comment_tokens(text: str) -> Counter[str] | None:
     """The comments of ``text`` (trailing spaces ignored), or None when it cannot be tokenized."""
     found: Counter[str] = Counter()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        # Lines end where CPython ends them: a bare "\r" too (universal newlines).
+        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             if token.type == tokenize.COMMENT:
                 found[token.string.rstrip()] += 1
     except (tokenize.TokenError, SyntaxError):

@@ -169,3 +169,17 @@ def test_an_explicitly_named_file_inside_an_environment_is_skipped_unless_force_
     assert "1 files scanned, 1 would change" in result.stderr
     result = run_apply("--check", "--no-force-exclude", str(inside), str(mine))
     assert "2 files scanned, 2 would change" in result.stderr
+
+
+def test_a_bare_carriage_return_in_a_comment_ends_the_comment_as_cpython_reads_it():
+    """Fuzz seed 51321: CPython ends the comment ``#a`` at the bare CR; the form feed after it
+    is indentation whitespace of the next line, which libcst may drop. No comment is lost, so
+    the fix is applied (before: refused as "would drop the comment '#a\\r\\x0cg'")."""
+    from codemods.comments import lost_comments
+    from codemods.engine import transform_source
+
+    source = "import torch\n#a\r\x0cg\nx = torch.zeros(2).cuda()\n"
+    result = transform_source(source)
+    assert "#a\r" in result.output and "torch.zeros(2, device=device)" in result.output
+    compile(result.output, "seed51321.py", "exec")
+    assert lost_comments("x = 1\n#gone\r\n", "x = 1\n") == ["#gone"]  # a real loss is still one

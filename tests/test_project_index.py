@@ -156,3 +156,28 @@ def test_a_model_whose_loop_is_library_code_stays_with_its_batches(tmp_path):
     assert train.read_text() == before
     findings = [f for r in reports for f in r.findings if f.code == "DM202"]
     assert len(findings) == 1 and "the batch of the loop at line 7: it is in library code" in findings[0].message
+
+
+def test_a_helper_that_returns_another_helpers_padded_batch_is_host_data():
+    from codemods.engine import transform_source
+    source = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        def pad(rows):
+            out = torch.zeros((len(rows), max(len(r) for r in rows))).long()
+            for i, r in enumerate(rows):
+                out[i, :len(r)] = torch.LongTensor(r)
+            return out
+
+        def make_batch(words):
+            return pad([[ord(c) % 16 for c in w] for w in words])
+
+        if __name__ == "__main__":
+            net = nn.Embedding(16, 4)
+            batch = make_batch(["ab", "c"])
+            print(net(batch).shape)
+        """)
+    out = transform_source(source).output
+    assert '    batch = make_batch(["ab", "c"]).to(device)\n' in out
+    assert "    net = nn.Embedding(16, 4).to(device)\n" in out

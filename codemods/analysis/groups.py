@@ -52,6 +52,12 @@ _LEAVES = frozenset({"cpu", "item", "tolist", "size", "dim", "numel", "shape", "
 _HARMLESS_CALLS = frozenset({"print", "len", "str", "repr", "format", "float", "int", "round"})
 _MAX_DEPTH = 3  # assignments followed from a model's output
 _MOVES = frozenset({"to", "cuda", "to_empty"})
+# nn.Module's own methods: calling them feeds the model no input.
+_MODULE_API = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", "named_parameters", "state_dict",
+                         "load_state_dict", "zero_grad", "modules", "children", "named_modules", "named_children",
+                         "apply", "half", "float", "double", "bfloat16", "type", "register_buffer",
+                         "register_parameter", "requires_grad_", "share_memory", "buffers", "named_buffers",
+                         "add_module", "extra_repr", "to_empty", "register_forward_hook", "get_submodule"})
 # Libraries whose results are CPU data (tensors, encodings, images) that devmod does not move:
 # a model fed one directly stays with it.
 _CPU_DATA_LIBRARIES = ("torchvision.transforms", "torchvision.io", "torchaudio", "PIL", "transformers",
@@ -270,6 +276,7 @@ class _GroupFinder:
         self.tuple_helpers: set[str] = set()
         self.alias_depth = 0
         self.hosts_only = 0  # > 0: a factory does not count as held-out data
+        self.loop_depth = 0  # loop variables followed back to their sequences
         self.model_names: set[str] = set()
         self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
 
@@ -277,13 +284,14 @@ class _GroupFinder:
         """Functions of the file whose every ``return`` is a tuple of host tensors
         (``return torch.FloatTensor(xs), torch.LongTensor(ys)``)."""
         found = set()
-        for stmt in module.body:
-            if not isinstance(stmt, cst.FunctionDef):
-                continue
+        functions = [(f"{s.name.value}.{m.name.value}", m) for s in module.body if isinstance(s, cst.ClassDef)
+                     for m in s.body.body if isinstance(m, cst.FunctionDef)]  # ``ReplayBuffer.sample``
+        functions += [(s.name.value, s) for s in module.body if isinstance(s, cst.FunctionDef)]
+        for name, stmt in functions:
             returns = [n for n in walk(stmt.body) if isinstance(n, cst.Return)]
             if returns and all(isinstance(r.value, cst.Tuple) and r.value.elements
                                and all(self._held_out(e.value) for e in r.value.elements) for r in returns):
-                found.add(stmt.name.value)
+                found.add(name)
         return found
 
     def group(self, statement: cst.Assign) -> Group:
@@ -291,6 +299,7 @@ class _GroupFinder:
         assert isinstance(target, cst.Name)
         group = Group(target.value, statement)
         self.model_name = target.value
+        self.aliases: set[str] = set()  # the parameters the model is handed to (``def learn(net, ...)``)
         self.partner_uses: set[int] = set()
         self.inline: dict[int, cst.BaseExpression] = {}
         self.foreign: list[str] = []
@@ -327,16 +336,43 @@ class _GroupFinder:
         scope = self.metadata[ScopeProvider].get(target)
         if scope is None:
             return []
-        calls = []
+        calls: list[cst.Call] = []
         for binding in scope[target.value]:
             for access in getattr(binding, "references", ()):
-                node = access.node
-                parent = self.parents.get(node)
-                if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "forward":
-                    node, parent = parent, self.parents.get(parent)
-                if isinstance(parent, cst.Call) and parent.func is node:
-                    calls.append(parent)
+                self._call_of(access.node, calls, handed=True)
         return in_source_order(self.metadata, calls)  # type: ignore[return-value]
+
+    def _call_of(self, node: cst.CSTNode, calls: list[cst.Call], handed: bool) -> None:
+        """``model(x)``, ``model.forward(x)``, ``model.act(obs)``; and, for ``train(model, ...)``
+        with ``train`` defined in the file, the calls of its parameter there."""
+        parent = self.parents.get(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value not in _MODULE_API:
+            node, parent = parent, self.parents.get(parent)
+        if isinstance(parent, cst.Call) and parent.func is node:
+            calls.append(parent)
+        elif handed and isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
+            call = self.parents.get(parent)
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
+                for param in self._parameters_given(call, parent):
+                    self.aliases.add(param.name)  # type: ignore[attr-defined]
+                    for access in getattr(param, "references", ()):
+                        self._call_of(access.node, calls, handed=False)
+
+    def _parameters_given(self, call: cst.Call, arg: cst.Arg) -> list[object]:
+        """The parameter bindings of a function of the file that ``arg`` fills."""
+        found = []
+        for binding in scope_bindings(self.metadata[ScopeProvider].get(call.func), call.func.value):  # type: ignore[attr-defined]
+            function = self.parents.get(binding.node) if isinstance(binding.node, cst.Name) else binding.node
+            if not isinstance(function, cst.FunctionDef):
+                continue
+            plain = [a for a in call.args if a.keyword is None and not a.star]
+            index = plain.index(arg)
+            params = [*function.params.posonly_params, *function.params.params]
+            if index < len(params):
+                inner = self.metadata[ScopeProvider].get(function.body)
+                if inner is not None:
+                    found += [b for b in inner[params[index].name.value] if b.node is params[index]]
+        return found
 
     def _follow_output(self, node: cst.CSTNode, found: dict[int, HeldOut], depth: int) -> None:
         """Climb from a model output to the values it is combined with."""
@@ -417,6 +453,15 @@ class _GroupFinder:
             return  # ``pack_padded_sequence`` wants its lengths on the CPU
         holder = self.parents.get(target)
         statement = self.parents.get(holder)
+        source = self._iterated(target)
+        if source is not None:
+            if self.loop_depth < _MAX_DEPTH:  # ``for x, y in zip(xs, ys): net(x)``: ``xs`` meets the model
+                self.loop_depth += 1
+                try:
+                    self._consider(source, found)
+                finally:
+                    self.loop_depth -= 1
+            return
         if isinstance(holder, cst.Element):
             self._consider_unpacked(target, holder, found)
             return
@@ -429,6 +474,48 @@ class _GroupFinder:
             self._note_foreign(statement.value, target)
             return
         found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
+
+    def _iterated(self, target: cst.Name) -> cst.BaseExpression | None:
+        """For a loop variable, the sequence its values come from: ``xs`` for ``x`` in
+        ``for x in xs``, ``for i, x in enumerate(xs)`` and ``for x, y in zip(xs, ys)``."""
+        holder = self.parents.get(target)
+        loop = holder
+        index = None
+        if isinstance(holder, cst.Element) and isinstance(self.parents.get(holder), (cst.Tuple, cst.List)):
+            pattern = self.parents.get(holder)
+            index = next(i for i, e in enumerate(pattern.elements) if e is holder)  # type: ignore[union-attr]
+            loop = self.parents.get(pattern)
+            if not (isinstance(loop, cst.For) and loop.target is pattern):
+                return None
+        elif not (isinstance(loop, cst.For) and loop.target is target):
+            return None
+        iterable = loop.iter  # type: ignore[union-attr]
+        if index is None:
+            return iterable if isinstance(iterable, cst.Name) else None
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+                and all(a.keyword is None and not a.star for a in iterable.args):
+            if iterable.func.value == "zip" and index < len(iterable.args):
+                return iterable.args[index].value
+            if iterable.func.value == "enumerate" and index == 1 and iterable.args:
+                return iterable.args[0].value
+        return None
+
+    def _loop_target_for(self, arg: cst.Arg, call: cst.Call) -> cst.Name | None:
+        """``xs`` in ``for x, y in zip(xs, ys)`` / ``enumerate(xs)``: the loop variable it feeds."""
+        loop = self.parents.get(call)
+        if not (isinstance(loop, cst.For) and loop.iter is call and isinstance(call.func, cst.Name)
+                and arg.keyword is None and not arg.star):
+            return None
+        index = call.args.index(arg)
+        if call.func.value == "enumerate":
+            index = 1 if index == 0 else -1
+        elif call.func.value != "zip":
+            return None
+        target = loop.target
+        if isinstance(target, (cst.Tuple, cst.List)) and 0 <= index < len(target.elements) \
+                and isinstance(target.elements[index].value, cst.Name):
+            return target.elements[index].value
+        return None
 
     def _note_foreign(self, value: cst.BaseExpression, target: cst.Name | None) -> None:
         """``img = to_tensor(picture).unsqueeze(0)`` / ``model(**tokenizer(text))``: made by a
@@ -481,6 +568,12 @@ class _GroupFinder:
             held = self._held_out(value.elements[index].value)
         else:
             held = self._host_tuple(value)
+            if held:  # every name holds a host tensor of the same batch (``s, a, r = memory.sample(n)``)
+                for other in pattern.elements:
+                    name = other.value
+                    if id(name) not in found and (name is target or name.value != "_"):  # type: ignore[union-attr]
+                        found[id(name)] = HeldOut(name.value, statement,  # type: ignore[union-attr]
+                                                  line_of(self.metadata, statement), unpacked=True)
         if key in found or not held:
             return
         found[key] = HeldOut(target.value, statement, line_of(self.metadata, statement), unpacked=True)
@@ -493,6 +586,19 @@ class _GroupFinder:
             return True
         if isinstance(value.func, cst.Name) and value.func.value in self.tuple_helpers:
             return True
+        func = value.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):  # ``memory.sample(n)``
+            bindings = scope_bindings(self.metadata[ScopeProvider].get(func.value), func.value.value)
+            if len(bindings) != 1:
+                return False
+            node = bindings[0].node
+            statement = self.parents.get(self.parents.get(node)) if isinstance(node, cst.Name) else None
+            if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call) \
+                    and isinstance(statement.value.func, cst.Name):
+                return f"{statement.value.func.value}.{func.attr.value}" in self.tuple_helpers
+            if isinstance(node, cst.Param):  # ``def train(q, memory)``: the one class of the file with that method
+                owners = [h for h in self.tuple_helpers if h.endswith(f".{func.attr.value}")]
+                return len(owners) == 1
         return False
 
     def _reaching_binding(self, use: cst.Name) -> cst.Name | None:
@@ -609,7 +715,8 @@ class _GroupFinder:
         func = root.func if isinstance(root, cst.Call) else None
         if isinstance(func, cst.Attribute) and func.attr.value == "forward":
             func = func.value
-        return isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names)
+        return isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names
+                                               or func.value in self.aliases)
 
     # -- may it move? -------------------------------------------------------------------------
     def _blockers(self, held: HeldOut) -> list[int]:
@@ -658,17 +765,26 @@ class _GroupFinder:
                 current = parent
             elif isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Element, cst.Tuple, cst.List)):
                 current = parent  # ``net(held + noise)``, ``torch.cat((held, held))``
+            elif isinstance(parent, cst.For) and parent.iter is current and isinstance(parent.target, cst.Name) \
+                    and depth < _MAX_DEPTH:  # ``for row in xs``: each row is used as ``xs`` would be
+                return all(self._fine_on_device(u, depth + 1) for u in self._uses(parent.target))
             elif isinstance(parent, cst.Arg):
                 call = self.parents.get(parent)
                 if not isinstance(call, cst.Call):
                     return False
+                row = self._loop_target_for(parent, call) if depth < _MAX_DEPTH else None
+                if row is not None:
+                    return all(self._fine_on_device(u, depth + 1) for u in self._uses(row))
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value == "forward":
                     func = func.value
-                if isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names):
+                if isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names
+                                                   or func.value in self.aliases):
                     return True  # another model: its group moves with this one or stays with it
                 if is_loss_callee(call.func) and any(self._model_output(a.value) for a in call.args if a is not parent):
                     return True  # ``loss(other_net(x), y)``: the groups that share ``y`` move together
+                if isinstance(func, cst.Attribute) and self._model_output(func.value):
+                    return True  # ``q_out.gather(1, a)``: it meets a model's output
                 if torch_data_function(self.metadata, call):
                     current = call  # its result lives where its inputs do
                     continue

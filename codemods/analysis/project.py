@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from .roles import tensor_factories
+
 _NN_MODULE = frozenset({"nn.Module", "torch.nn.Module", "Module", "torch.nn.modules.module.Module"})
 # torch.nn names that build a module one moves (containers included: they hold parameters).
 _NOT_MODULE_BUILDERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "Identity"})
@@ -119,6 +121,14 @@ def summarise(path: str, source: str) -> _Summary | None:
             _collect_loads(summary, _MAIN, stmt.body)
         else:
             _collect_loads(summary, _TOP, [stmt])
+    functions = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    grown = True
+    while grown:  # ``make_batch()`` that returns ``pad(rows)``, a helper of the file that builds host data
+        grown = False
+        for stmt in functions:
+            if stmt.name not in summary.tensor_helpers and _returns_host_tensor(stmt, summary.tensor_helpers):
+                summary.tensor_helpers.add(stmt.name)
+                grown = True
     return summary
 
 
@@ -183,9 +193,9 @@ def _returned_callees(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[s
 _NOT_TENSORS = ("torch.nn.", "torch.device", "torch.load", "torch.Generator", "torch.optim.", "torch.utils.")
 
 
-def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Every ``return`` gives a torch call chain (``torch.from_numpy(a).float()``), and the
-    function places nothing itself (no ``.to``, ``.cuda``, ``device=``)."""
+def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, helpers: Iterable[str] = ()) -> bool:
+    """Every ``return`` gives a torch call chain (``torch.from_numpy(a).float()``) or a call of
+    one of ``helpers``, and the function places nothing itself (no ``.to``, ``.cuda``, ``device=``)."""
     returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
     if not returns:
         return False
@@ -202,7 +212,8 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
             while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) \
                     and isinstance(root.func.value, ast.Call):
                 root = root.func.value
-            if not (isinstance(root, ast.Call) and _dotted(root.func) in _HOST_DATA):
+            if not (isinstance(root, ast.Call) and (_dotted(root.func) in _HOST_DATA
+                                                    or _dotted(root.func) in tensor_factories())):
                 return False  # ``return out`` of ``torch.where(...)``: computed from inputs, not host data
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                 and isinstance(value.func.value, ast.Call):
@@ -210,6 +221,8 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         if not isinstance(value, ast.Call):
             return False
         name = _dotted(value.func)
+        if name in helpers:
+            continue
         if not name.startswith("torch.") or name.startswith(_NOT_TENSORS):
             return False
     return True

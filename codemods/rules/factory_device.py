@@ -250,13 +250,34 @@ class FactoryDevice(Rule):
             if not isinstance(operation, cst.BinaryOperation):
                 continue
             other = operation.right if operation.left is current else operation.left
-            root = other
-            while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) \
-                    and isinstance(root.func.value, cst.Call) and root.func.attr.value not in ("to", "cuda"):
-                root = root.func.value  # ``torch.FloatTensor(pair).unsqueeze(0)``
-            if isinstance(root, cst.Call) and self._host_tensor_maker(root) and not self._host_tensor_moves(root):
+            root = self._host_root(other)
+            if root is not None and not self._host_tensor_moves(root):
                 return True
         return False
+
+    def _host_root(self, expr: cst.BaseExpression, depth: int = 0) -> cst.Call | None:
+        """The legacy constructor / ``from_numpy`` call an operand comes from: ``torch.FloatTensor(pair)``,
+        ``m.t()`` with ``m = torch.Tensor(rows)`` bound once; None when it is moved or unknown."""
+        root = expr
+        while True:
+            if isinstance(root, cst.Subscript):
+                root = root.value
+            elif isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) \
+                    and root.func.attr.value not in ("to", "cuda") and not self._host_tensor_maker(root) \
+                    and isinstance(root.func.value, (cst.Call, cst.Name, cst.Subscript)):
+                root = root.func.value  # ``torch.FloatTensor(pair).unsqueeze(0)``
+            else:
+                break
+        if isinstance(root, cst.Call):
+            return root if self._host_tensor_maker(root) else None
+        if isinstance(root, cst.Name) and depth < 2:
+            bindings = scope_bindings(self.metadata[ScopeProvider].get(root), root.value)
+            parents = self.metadata[ParentNodeProvider]
+            if len(bindings) == 1 and isinstance(bindings[0].node, cst.Name):
+                statement = parents.get(parents.get(bindings[0].node))
+                if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+                    return self._host_root(statement.value, depth + 1)
+        return None
 
     def _move_host_tensor(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``torch.from_numpy(a)`` shares the array's memory, so it can take no ``device=``:

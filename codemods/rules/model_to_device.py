@@ -85,7 +85,7 @@ class ModelToDevice(Rule):
         each group that moves (decided here, since the statement may come first)."""
         moves: dict[cst.Assign, tuple[str, str]] = {}
         for statement, group in self._groups.items():
-            if group.blocked or not group.held_out or not self._would_move(statement):
+            if group.blocked or not (group.held_out or group.inline) or not self._would_move(statement):
                 continue
             for held in group.held_out:
                 if held.unpacked:

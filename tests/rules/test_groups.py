@@ -310,3 +310,79 @@ def test_inputs_from_an_image_transform_or_a_tokenizer_keep_the_model_where_it_i
     assert len(messages) == 2
     assert "its input at line 8 comes from transformers" in messages[0]
     assert "its input at line 11 comes from torchvision.transforms" in messages[1]
+
+
+def test_a_model_fed_rows_of_host_tensors_in_a_zip_loop_moves_with_them():
+    out, reports = run("""\
+        import torch
+        import torch.nn as nn
+        rows = torch.Tensor([[0.0, 1.0], [1.0, 0.0]])
+        labels = torch.LongTensor([1, 0])
+        net = nn.Linear(2, 2)
+        for row, label in zip(rows, labels):
+            print(net(row.unsqueeze(0)).argmax(1) == label)
+    """)
+    assert "rows = torch.Tensor([[0.0, 1.0], [1.0, 0.0]]).to(device)" in out
+    assert "labels = torch.LongTensor([1, 0]).to(device)" in out
+    assert "net = nn.Linear(2, 2).to(device)" in out and not reports
+
+
+def test_a_factory_that_meets_a_legacy_tensor_bound_to_a_name_stays():
+    source = """\
+        import torch
+        m = torch.Tensor([[2, 5, 3, 7], [4, 2, 1, 9]])
+        v = torch.arange(1., 4 + 1)
+        print(m @ v)
+        print(m + torch.rand(2, 4))
+        device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    """
+    out, reports = run(source)
+    assert out == textwrap.dedent(source)
+
+
+def test_a_replay_buffer_batch_and_a_method_input_move_with_the_policy():
+    out, reports = run('''\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        class Buffer:
+            def __init__(self):
+                self.items = []
+
+            def sample(self):
+                states, actions = zip(*self.items)
+                return torch.tensor(np.stack(states), dtype=torch.float), torch.tensor(actions)
+
+        class Policy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+
+            def act(self, obs):
+                return self.forward(obs).argmax().item()
+
+        def learn(net, memory):
+            s, a = memory.sample()
+            return net(s).gather(1, a.unsqueeze(1)).sum()
+
+        def main():
+            policy = Policy()
+            memory = Buffer()
+            for step in range(4):
+                obs = np.ones(4, dtype=np.float32)
+                memory.items.append((obs, policy.act(torch.from_numpy(obs))))
+            print(learn(policy, memory))
+
+        if __name__ == "__main__":
+            main()
+    ''')
+    assert "    s, a = memory.sample()\n    s, a = s.to(device), a.to(device)\n" in out
+    assert "policy = Policy().to(device)" in out
+    assert "policy.act(torch.from_numpy(obs).to(device))" in out
+    assert not reports
+    namespace = {"__name__": "__main__"}
+    exec(compile(out, "rl.py", "exec"), namespace)  # runs on the CPU as before

@@ -25,11 +25,14 @@ def is_cell_marker(comment: str | None) -> bool:
 
 
 def comment_tokens(text: str) -> Counter[str] | None:
-    """The comments of ``text`` (trailing spaces ignored), or None when it cannot be tokenized."""
+    """The comments of ``text`` (trailing spaces ignored), or None when it cannot be tokenized.
+
+    Lines end at "\\r", "\\n" or "\\r\\n", as CPython splits them (newline=""), so a bare
+    "\\r" inside a comment ends that comment for both input and output.
+    """
     found: Counter[str] = Counter()
     try:
-        # Lines end where CPython ends them: a bare "\r" too (universal newlines).
-        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
             if token.type == tokenize.COMMENT:
                 found[token.string.rstrip()] += 1
     except (tokenize.TokenError, SyntaxError):

@@ -536,15 +536,7 @@ class _GroupFinder:
         self.foreign.append(f"{what} comes from {library}, whose results devmod does not move")
 
     def _cpu_library(self, value: cst.BaseExpression) -> str | None:
-        node = value
-        while True:
-            if isinstance(node, cst.Subscript):
-                node = node.value
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and node.func.attr.value in _SAME_DEVICE_METHODS:
-                node = node.func.value
-            else:
-                break
+        node = _data_root(value)
         if not isinstance(node, cst.Call):
             return None
         names = qualified_names(self.metadata, node.func)
@@ -746,6 +738,10 @@ class _GroupFinder:
         func = root.func if isinstance(root, cst.Call) else None
         if isinstance(func, cst.Attribute) and func.attr.value == "forward":
             func = func.value
+        return self._is_model(func)
+
+    def _is_model(self, func: cst.BaseExpression) -> bool:
+        """This model, another model of the file, or a parameter this model is handed to."""
         return isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names
                                                or func.value in self.aliases)
 
@@ -809,8 +805,7 @@ class _GroupFinder:
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value == "forward":
                     func = func.value
-                if isinstance(func, cst.Name) and (func.value == self.model_name or func.value in self.model_names
-                                                   or func.value in self.aliases):
+                if self._is_model(func):
                     return True  # another model: its group moves with this one or stays with it
                 if is_loss_callee(call.func) and any(self._model_output(a.value) for a in call.args if a is not parent):
                     return True  # ``loss(other_net(x), y)``: the groups that share ``y`` move together

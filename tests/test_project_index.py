@@ -181,3 +181,30 @@ def test_a_helper_that_returns_another_helpers_padded_batch_is_host_data():
     out = transform_source(source).output
     assert '    batch = make_batch(["ab", "c"]).to(device)\n' in out
     assert "    net = nn.Embedding(16, 4).to(device)\n" in out
+
+
+def test_a_model_whose_input_is_made_in_library_code_it_is_handed_to_stays(tmp_path):
+    """``evaluate(model, arr)`` lives in a file others import: the input it builds inline gets no
+    device there, so the model that the file's main block hands to it stays, and is reported."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "use.py").write_text("from lib import evaluate\n")
+    lib = tmp_path / "lib.py"
+    lib.write_text(textwrap.dedent("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+
+        def evaluate(net, arr):
+            return net(torch.from_numpy(arr).float()).argmax(1).tolist()
+
+
+        if __name__ == "__main__":
+            model = nn.Linear(4, 2)
+            print(evaluate(model, np.ones((3, 4))))
+        """))
+    before = lib.read_text()
+    reports = list(process_files([str(lib), str(tmp_path / "use.py")], Config(), "write", jobs=1))
+    assert lib.read_text() == before
+    findings = [f for r in reports for f in r.findings if f.code == "DM202"]
+    assert len(findings) == 1 and "the input at line 7 is in code where devmod adds no device" in findings[0].message

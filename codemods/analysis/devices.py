@@ -30,7 +30,7 @@ import libcst as cst
 
 from .tree import ancestors, line_of, walk
 from .project import FileRole
-from .roles import builds_model, is_loss_callee, is_model_callee, model_variables
+from .roles import builds_model, is_loss_callee, is_model_callee, is_model_method_call, model_variables
 from .names import dotted, qualified_names
 from .scopes import ClassFacts, Place, ScopeKind, enclosing_place, is_main_guard
 
@@ -174,7 +174,8 @@ _SETTINGS_NAMES = frozenset({"args", "opt", "opts", "cfg", "config", "conf", "hp
 def user_chosen_device(module: cst.Module) -> bool:
     """Does the file take its device from the user's settings (``args.device``,
     ``cfg.device``)? Then a second, global device would override the user's choice
-    (``--device cpu`` on a GPU machine): the file's own choice is left to decide."""
+    (``--device cpu`` on a GPU machine): the file's own choice is left to decide. So it is
+    for a file that shares a model between processes (``model.share_memory()``)."""
     for node in walk(module):
         if isinstance(node, (cst.Import, cst.ImportFrom)) and _imports_placer(node):
             return True  # Accelerate / Fabric place the model and prepared loaders themselves
@@ -183,6 +184,9 @@ def user_chosen_device(module: cst.Module) -> bool:
                     isinstance(a.value, cst.SimpleString) and _DEVICE_FLAG.search(a.value.value)
                     for a in node.args if a.keyword is None):
             return True  # ``--cuda`` / ``--device`` / ``--no-cuda``: the user picks where it runs
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "share_memory" and not node.args:
+            return True  # Hogwild: models in CPU shared memory for forked workers, which cannot use CUDA
         if isinstance(node, cst.Attribute) and node.attr.value == "device":
             base = node.value
             while isinstance(base, cst.Attribute):
@@ -361,7 +365,7 @@ class DeviceLookup:
         if not isinstance(node, cst.Call):
             return False
         func = node.func
-        if is_model_callee(func, models) or is_loss_callee(func) \
+        if is_model_callee(func, models) or is_model_method_call(func, models) or is_loss_callee(func) \
                 or isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
             return True
         return top_level and (builds_model(self.metadata, node, self.facts)
@@ -441,6 +445,9 @@ class DeviceLookup:
             return None  # a staticmethod or classmethod has no instance to ask for its device
         if _class_has_device_attribute(place.klass):
             return cst.Attribute(cst.Name(receiver), cst.Name("device"))
+        buffer = _registered_buffer(place.klass)
+        if buffer is not None:  # sure to exist, unlike a parameter of a sub-module that may have none
+            return cst.Attribute(cst.Attribute(cst.Name(receiver), cst.Name(buffer)), cst.Name("device"))
         if not _may_have_parameters(place.klass):
             return None  # ``next(self.parameters())`` would raise StopIteration (a loss module)
         return cst.parse_expression(f"next({receiver}.parameters()).device")
@@ -467,6 +474,23 @@ def _instance_parameter(function: cst.FunctionDef) -> str | None:
             return None
     params = (*function.params.posonly_params, *function.params.params)
     return params[0].name.value if params else None
+
+
+def _registered_buffer(klass: cst.ClassDef) -> str | None:
+    """A buffer that ``__init__`` always registers with a tensor (``self.register_buffer("w", t)``):
+    it moves with ``model.to()``, so its device is the module's."""
+    for stmt in klass.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+            for line in stmt.body.body:
+                for small in getattr(line, "body", ()) if isinstance(line, cst.SimpleStatementLine) else ():
+                    call = small.value if isinstance(small, cst.Expr) else None
+                    if isinstance(call, cst.Call) and dotted(call.func) == "self.register_buffer" \
+                            and len(call.args) >= 2 and isinstance(call.args[0].value, cst.SimpleString) \
+                            and not (isinstance(call.args[1].value, cst.Name) and call.args[1].value.value == "None"):
+                        name = call.args[0].value.evaluated_value
+                        if isinstance(name, str) and name.isidentifier():
+                            return name
+    return None
 
 
 def _may_have_parameters(klass: cst.ClassDef) -> bool:

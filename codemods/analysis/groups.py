@@ -29,8 +29,8 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .loops import batch_plan, find_loader, packs_sequences
 from .names import dotted, qualified_names
-from .roles import HOST_MAKERS, builds_model, factory_name, is_loss_callee, is_model_callee, model_variables, \
-    wrapper_kind
+from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_callee, is_model_callee, \
+    model_variables, wrapper_kind
 from .scopes import ClassFacts, scope_bindings
 from .tensors import is_number, torch_data_function, uses_of_binding
 from .tree import ancestors, in_source_order, line_of, walk
@@ -52,12 +52,6 @@ _LEAVES = frozenset({"cpu", "item", "tolist", "size", "dim", "numel", "shape", "
 _HARMLESS_CALLS = frozenset({"print", "len", "str", "repr", "format", "float", "int", "round"})
 _MAX_DEPTH = 3  # assignments followed from a model's output
 _MOVES = frozenset({"to", "cuda", "to_empty"})
-# nn.Module's own methods: calling them feeds the model no input.
-_MODULE_API = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", "named_parameters", "state_dict",
-                         "load_state_dict", "zero_grad", "modules", "children", "named_modules", "named_children",
-                         "apply", "half", "float", "double", "bfloat16", "type", "register_buffer",
-                         "register_parameter", "requires_grad_", "share_memory", "buffers", "named_buffers",
-                         "add_module", "extra_repr", "to_empty", "register_forward_hook", "get_submodule"})
 # Libraries whose results are CPU data (tensors, encodings, images) that devmod does not move:
 # a model fed one directly stays with it.
 _CPU_DATA_LIBRARIES = ("torchvision.transforms", "torchvision.io", "torchaudio", "PIL", "transformers",
@@ -89,10 +83,13 @@ class Group:
     blocked: bool = False
     stuck_batches: list[str] = field(default_factory=list)  # loops whose batch devmod cannot move
     foreign: list[str] = field(default_factory=list)  # inputs made by a library devmod does not move
+    unplaceable_inline: list[int] = field(default_factory=list)  # lines of inline inputs in library code
 
     def why(self) -> str:
         """Which values hold the group back, for the report."""
         parts = [*self.foreign, *self.stuck_batches]
+        parts += [f"the input at line {line} is in code where devmod adds no device"
+                  for line in sorted(set(self.unplaceable_inline))]
         for h in sorted(self.held_out, key=lambda h: h.line):
             if h.unplaceable:
                 parts.append(f"`{h.name}` (line {h.line}) is made in library code, where devmod adds no device")
@@ -132,6 +129,9 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         groups[statement] = finder.group(statement)
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
+        # an input moved where it is used needs a device there too, or the model moves alone
+        groups[statement].unplaceable_inline = [line_of(metadata, e) for e in groups[statement].inline
+                                                if not placeable(e)]
     _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable)
     _block_together(groups, _parts(metadata, groups))
     return groups
@@ -253,6 +253,7 @@ def _block_together(groups: dict[cst.Assign, Group], links: list[tuple[Group, Gr
     devmod does: its group is never held back."""
     for group in groups.values():
         group.blocked = not group.placed and (bool(group.stuck_batches) or bool(group.foreign)
+                                              or bool(group.unplaceable_inline)
                                               or any(h.blockers or h.unplaceable for h in group.held_out))
     changed = True
     while changed:
@@ -346,7 +347,7 @@ class _GroupFinder:
         """``model(x)``, ``model.forward(x)``, ``model.act(obs)``; and, for ``train(model, ...)``
         with ``train`` defined in the file, the calls of its parameter there."""
         parent = self.parents.get(node)
-        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value not in _MODULE_API:
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value not in MODULE_API:
             node, parent = parent, self.parents.get(parent)
         if isinstance(parent, cst.Call) and parent.func is node:
             calls.append(parent)
@@ -735,8 +736,11 @@ class _GroupFinder:
             target = self._reaching_binding(root)
             statement = self.parents.get(self.parents.get(target)) if target is not None else None
             root = _data_root(statement.value) if isinstance(statement, cst.Assign) else root
-        func = root.func if isinstance(root, cst.Call) else None
-        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        return isinstance(root, cst.Call) and self._model_callee(root.func)
+
+    def _model_callee(self, func: cst.BaseExpression) -> bool:
+        """``net``, ``net.forward`` or one of the model's own methods (``policy.v``), not its module API."""
+        if isinstance(func, cst.Attribute) and func.attr.value not in MODULE_API:
             func = func.value
         return self._is_model(func)
 
@@ -803,10 +807,8 @@ class _GroupFinder:
                 if row is not None:
                     return all(self._fine_on_device(u, depth + 1) for u in self._uses(row))
                 func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value == "forward":
-                    func = func.value
-                if self._is_model(func):
-                    return True  # another model: its group moves with this one or stays with it
+                if self._model_callee(func):
+                    return True  # a model or its method: its group moves with this one or stays with it
                 if is_loss_callee(call.func) and any(self._model_output(a.value) for a in call.args if a is not parent):
                     return True  # ``loss(other_net(x), y)``: the groups that share ``y`` move together
                 if isinstance(func, cst.Attribute) and self._model_output(func.value):

@@ -225,7 +225,37 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, helpe
             continue
         if not name.startswith("torch.") or name.startswith(_NOT_TENSORS):
             return False
+        if _from_inputs(ret.value, _parameters(function)):
+            return False  # ``torch.split(x, n)``, ``torch.log(x.clamp(...))``: on its input's device
     return True
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    args = function.args
+    return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
+
+
+def _from_inputs(expr: ast.AST, params: set[str]) -> bool:
+    """Is ``expr`` computed from one of ``params`` by tensor operations (so it lives where its
+    input does), rather than built from host data by a factory or ``torch.tensor``?"""
+    if isinstance(expr, ast.Name):
+        return expr.id in params
+    if isinstance(expr, (ast.Attribute, ast.Subscript, ast.Starred)):
+        return _from_inputs(expr.value, params)
+    if isinstance(expr, ast.BinOp):
+        return _from_inputs(expr.left, params) or _from_inputs(expr.right, params)
+    if isinstance(expr, ast.UnaryOp):
+        return _from_inputs(expr.operand, params)
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return any(_from_inputs(e, params) for e in expr.elts)
+    if isinstance(expr, ast.Call):
+        name = _dotted(expr.func)
+        if name in _HOST_DATA or name in tensor_factories():
+            return False  # built here, on the CPU, whatever its arguments
+        if isinstance(expr.func, ast.Attribute) and _from_inputs(expr.func.value, params):
+            return True  # ``x.abs()``
+        return any(_from_inputs(a, params) for a in expr.args)
+    return False
 
 
 # Calls that turn host data (NumPy arrays, Python lists) into a CPU tensor.

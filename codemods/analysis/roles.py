@@ -190,6 +190,21 @@ def is_model_callee(func: cst.BaseExpression, models: set[str]) -> bool:
     return bool(name) and (name in models or looks_like_model_name(name))
 
 
+# ``nn.Module``'s own API: calling one of these on a model is not running it on data.
+MODULE_API = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", "named_parameters", "state_dict",
+                         "load_state_dict", "zero_grad", "modules", "children", "named_modules", "named_children",
+                         "apply", "half", "float", "double", "bfloat16", "type", "register_buffer",
+                         "register_parameter", "requires_grad_", "share_memory", "buffers", "named_buffers",
+                         "add_module", "extra_repr", "to_empty", "register_forward_hook", "get_submodule"})
+_NOT_RUNNING = ("save", "load", "push", "export", "print")  # ``model.save_pretrained(path)``
+
+
+def is_model_method_call(func: cst.BaseExpression, models: set[str]) -> bool:
+    """``policy.act(obs)``, ``model.v(x)``: one of a model's own forward paths, not its module API."""
+    return isinstance(func, cst.Attribute) and func.attr.value not in MODULE_API \
+        and not func.attr.value.startswith(_NOT_RUNNING) and is_model_callee(func.value, models)
+
+
 def is_loss_callee(func: cst.BaseExpression) -> bool:
     """``criterion(out, y)``, ``loss_fn(out, y)``, ``nn.MSELoss()(out, y)``: its inputs meet the
     model's output."""

@@ -407,3 +407,54 @@ def test_a_tensor_converted_to_numpy_on_the_next_line_stays_on_the_cpu():
     y = y.numpy()
     """)
     assert "y = torch.randn(3)\n" in out
+
+
+def test_a_module_whose_sub_module_may_hold_only_buffers_asks_its_own_buffer():
+    # ``self.spec`` holds only a buffer, so ``next(self.parameters())`` would raise
+    # StopIteration; the buffer this module registers moves with ``model.to()`` and is sure to exist.
+    out = fix("""\
+        import torch
+        import torch.nn as nn
+
+        class Spectrum(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("window", torch.ones(6))
+
+        class Mel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.spec = Spectrum()
+                self.register_buffer("basis", torch.rand(4, 6))
+
+            def offsets(self):
+                return torch.arange(4)
+    """)
+    assert "return torch.arange(4, device=self.basis.device)" in out
+
+
+def test_a_helper_computed_from_its_tensor_argument_is_not_host_data(tmp_path):
+    # ``halves(x)`` returns ``torch.split(x, ...)``, a tuple on x's device; ``log_floor(x)`` is
+    # computed from x: neither result is moved where a model method uses it.
+    from codemods.driver import process_files
+    (tmp_path / "pyproject.toml").write_text("")
+    ops = tmp_path / "ops.py"
+    ops.write_text("import torch\n\n\ndef halves(x, n):\n    return torch.split(x, n, dim=1)\n\n\n"
+                   "def log_floor(x, floor=1e-5):\n    return torch.log(torch.clamp(x, min=floor))\n")
+    net = tmp_path / "net.py"
+    net.write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        from ops import halves, log_floor
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(2, 2, 1)
+
+            def forward(self, x):
+                a, b = halves(x, 2)
+                return log_floor(torch.cat([a, self.conv(b)], dim=1))
+        """))
+    report = next(r for r in process_files([str(net), str(ops)], Config(), "diff", jobs=1) if r.path.endswith("net.py"))
+    assert ".to(" not in report.diff

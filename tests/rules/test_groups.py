@@ -175,6 +175,33 @@ def test_a_device_flag_is_the_users_choice():
     assert "map_location=device" not in out and "device =" not in out, "no second, global device"
 
 
+
+def test_models_shared_between_processes_stay_on_the_cpu():
+    # Hogwild: workers forked by torch.multiprocessing train a model in CPU shared memory and
+    # pair their local copy's gradients with its parameters. Moving either model breaks that
+    # (a forked worker cannot use CUDA; CPU parameters cannot take CUDA gradients).
+    source = """\
+        import torch
+        import torch.multiprocessing as mp
+        import torch.nn as nn
+
+        def train(shared, rank):
+            local = nn.Linear(4, 1)
+            local.load_state_dict(shared.state_dict())
+            local(torch.randn(8, 4)).sum().backward()
+            for p, q in zip(shared.parameters(), local.parameters()):
+                p._grad = q.grad
+
+        if __name__ == "__main__":
+            model = nn.Linear(4, 1)
+            model.share_memory()
+            workers = [mp.Process(target=train, args=(model, r)) for r in range(2)]
+            print(model(torch.randn(2, 4)))
+    """
+    out, reports = run(source)
+    assert out == textwrap.dedent(source)
+    assert not reports
+
 def test_the_comment_above_a_removed_variable_import_is_kept():
     out, _ = run("""\
         import torch
@@ -402,4 +429,69 @@ def test_rows_rebound_inside_the_loop_still_come_from_the_sequence():
     """)
     assert "rows = torch.Tensor([[1, 0, 0, 0], [0, 1, 0, 0]]).to(device)" in out
     assert "cell = nn.RNN(input_size=4, hidden_size=2, batch_first=True).to(device)" in out
+    assert not reports
+
+
+def test_inputs_fed_to_the_models_own_methods_move_with_it():
+    # An actor-critic fed through ``model.pi(s)`` and ``model.v(s)``: both are the model's own
+    # forward paths, so ``s`` moves with it instead of the group being reported.
+    out, reports = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        class ActorCritic(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Linear(4, 2)
+                self.c = nn.Linear(4, 1)
+
+            def pi(self, x):
+                return self.a(x).softmax(-1)
+
+            def v(self, x):
+                return self.c(x)
+
+        def main():
+            model = ActorCritic()
+            s = torch.from_numpy(np.ones((3, 4), dtype=np.float32))
+            ret = torch.from_numpy(np.ones((3, 1), dtype=np.float32))
+            adv = ret - model.v(s)
+            print((model.pi(s)[:, :1] * adv).sum())
+
+        if __name__ == "__main__":
+            main()
+    """)
+    assert "s = torch.from_numpy(np.ones((3, 4), dtype=np.float32)).to(device)" in out
+    assert "ret = torch.from_numpy(np.ones((3, 1), dtype=np.float32)).to(device)" in out
+    assert "model = ActorCritic().to(device)" in out
+    assert not reports
+
+
+def test_an_input_built_where_a_handed_model_runs_a_method_moves_there():
+    # ``evaluate(0, model)`` runs ``net.pi(...)``: the function works with the device, so the
+    # input it builds inline moves with the model instead of being left on the CPU.
+    out, reports = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        class Policy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def pi(self, x):
+                return self.fc(x).softmax(-1)
+
+        def evaluate(step, net):
+            return net.pi(torch.from_numpy(np.ones(4, dtype=np.float32))).argmax().item()
+
+        if __name__ == "__main__":
+            model = Policy()
+            print(model.pi(torch.from_numpy(np.ones((3, 4), dtype=np.float32))).sum())
+            print(evaluate(0, model))
+    """)
+    assert "net.pi(torch.from_numpy(np.ones(4, dtype=np.float32)).to(device))" in out
+    assert "model = Policy().to(device)" in out
     assert not reports

@@ -54,6 +54,10 @@ _MAX_DEPTH = 3  # assignments followed from a model's output
 _MOVES = frozenset({"to", "cuda", "to_empty"})
 # Libraries whose results are CPU data (tensors, encodings, images) that devmod does not move:
 # a model fed one directly stays with it.
+# Methods that add a sub-module after construction (``nn.Module.add_module``, ``nn.ModuleList.append``).
+_ADDS_PARTS = frozenset({"add_module", "register_module", "append", "extend", "insert"})
+# A part's tensors: writing into them changes no part.
+_TENSORS_OF_A_PART = frozenset({"data", "weight", "bias", "grad"})
 _CPU_DATA_LIBRARIES = ("torchvision.transforms", "torchvision.io", "torchaudio", "PIL", "transformers",
                        "tokenizers", "cv2", "librosa", "skimage", "imageio", "datasets", "dgl", "torch_geometric")
 
@@ -84,6 +88,7 @@ class Group:
     stuck_batches: list[str] = field(default_factory=list)  # loops whose batch devmod cannot move
     foreign: list[str] = field(default_factory=list)  # inputs made by a library devmod does not move
     unplaceable_inline: list[int] = field(default_factory=list)  # lines of inline inputs in library code
+    parts_later: bool = False  # ``net.add_module(...)`` after it is built: DM202 reports it, nothing moves
 
     def why(self) -> str:
         """Which values hold the group back, for the report."""
@@ -112,6 +117,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     its group back, and so does a loop over a loader whose batch DM203 cannot move
     (``device_names``: the names that already place a batch there)."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
+    finder.facts = facts
     finder.tuple_helpers = finder.tuple_helpers_of(module)
     finder.packs = packs_sequences(metadata, module)
     groups: dict[cst.Assign, Group] = {}
@@ -234,6 +240,31 @@ def blocked_scopes(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> lis
     return [scopes.get(g.statement) for g in groups.values() if g.blocked]
 
 
+def gets_parts_later(metadata: Mapping, facts: ClassFacts, uses: list[cst.CSTNode]) -> bool:
+    """``model.head = <something that is not a constructor>``: a ``.to`` on the constructor
+    would leave that part behind. (A new layer, ``model.fc = nn.Linear(...)``, is moved
+    where it is assigned: see ``_place_part``.)"""
+    parents = metadata[ParentNodeProvider]
+    for use in uses:
+        method = parents.get(use)
+        if isinstance(method, cst.Attribute) and method.attr.value in _ADDS_PARTS \
+                and isinstance(parents.get(method), cst.Call):
+            return True  # ``net.add_module("fc", nn.Linear(...))`` on an empty ``nn.Sequential()``
+        node = use
+        while isinstance(parents.get(node), (cst.Attribute, cst.Subscript)) and parents.get(node).value is node:
+            node = parents.get(node)
+        target = parents.get(node)
+        if isinstance(node, cst.Subscript) and any(isinstance(n, cst.Attribute) and n.attr.value in _TENSORS_OF_A_PART
+                                                   for n in walk(node.value)):
+            continue  # ``m[0].weight.data[0][0] = 42``: a write into a tensor it has, not a new part
+        if node is not use and isinstance(target, cst.AssignTarget):
+            statement = parents.get(target)
+            if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
+                    and builds_model(metadata, statement.value, facts)):
+                return True
+    return False
+
+
 def blocked_callee(metadata: Mapping, groups: Mapping[cst.Assign, Group], func: cst.BaseExpression) -> bool:
     """Is ``func`` (the callee of ``model(x)``) a model whose group cannot move?"""
     if not isinstance(func, cst.Name):
@@ -242,7 +273,7 @@ def blocked_callee(metadata: Mapping, groups: Mapping[cst.Assign, Group], func: 
     for binding in scope_bindings(metadata[ScopeProvider].get(func), func.value):
         statement = parents.get(parents.get(binding.node)) if isinstance(binding.node, cst.Name) else None
         group = groups.get(statement)  # type: ignore[arg-type]
-        if group is not None and group.blocked:
+        if group is not None and (group.blocked or group.parts_later and not group.placed):
             return True
     return False
 
@@ -315,6 +346,9 @@ class _GroupFinder:
         group.inline = list(self.inline.values())
         group.foreign = list(dict.fromkeys(self.foreign))
         group.placed = self._placed(statement, target)
+        scope = self.metadata[ScopeProvider].get(target)
+        group.parts_later = scope is not None and gets_parts_later(self.metadata, self.facts, [
+            access.node for binding in scope[target.value] for access in getattr(binding, "references", ())])
         return group
 
     def _placed(self, statement: cst.Assign, target: cst.Name) -> bool:

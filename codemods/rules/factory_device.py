@@ -344,10 +344,31 @@ class FactoryDevice(Rule):
                     and builds_model(self.metadata, callee.func, self.facts):
                 return True  # ``Net()(x)``: a model built right there stays on the CPU
             if isinstance(callee.func, cst.Name) \
-                    and (self._unplaced_object(callee.func)
+                    and (self._unplaced_object(callee.func) or self._pinned_to_cpu(callee.func)
                          or blocked_callee(self.metadata, self.model_groups(), callee.func)):
                 return True
         return False
+
+    def _pinned_to_cpu(self, name: cst.Name) -> bool:
+        """``net = Net(device="cpu")``, ``Net().cpu()``: the author put the model on the CPU on
+        purpose (and never moves it), so its inputs stay there with it."""
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
+        if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Name):
+            return False
+        assign = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(bindings[0].node))
+        if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+            return False
+        pinned = False
+        for node in walk(assign.value):
+            if isinstance(node, cst.Call):
+                method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+                device = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"]
+                if method == "to" and node.args and _cpu_string(node.args[0].value):
+                    device = [node.args[0].value]
+                if method == "cpu" or (device and _cpu_string(device[0])):
+                    pinned = True
+        return pinned and not any(_moves_itself_somewhere(self.metadata, use, name.value)
+                                  for use in uses_of(self.metadata, name))
 
     def _unplaced_object(self, name: cst.Name) -> bool:
         """``name`` is bound only to results of calls that build no known model and is never moved."""
@@ -777,6 +798,13 @@ def _next_assign_of(metadata, uses: list[cst.Name], variable: str) -> cst.Assign
             if isinstance(parent, cst.BaseStatement):
                 return None
     return found
+
+
+def _cpu_string(expr: cst.BaseExpression) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(expr, cst.Call) and dotted(expr.func) in ("torch.device", "device") and expr.args:
+        expr = expr.args[0].value
+    return isinstance(expr, cst.SimpleString) and expr.evaluated_value == "cpu"
 
 
 def _moved_by_method(call: cst.Call) -> bool:

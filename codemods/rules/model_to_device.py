@@ -41,6 +41,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, chain, may_build_model
+from ..analysis.groups import gets_parts_later
 from ..analysis.names import keyword, method_call, positional
 from ..analysis.roles import builds_model, loss_weight_argument, model_variables, places_itself, wrapper_kind
 from ..analysis.scopes import ScopeKind, scope_bindings
@@ -233,7 +234,8 @@ class ModelToDevice(Rule):
         if places_itself(call) or self._moved(assign, name):
             return False
         if self._changed_later(assign, name):
-            self.report(assign, f"model `{name}` gets new parts after it is built (`{name}.<attr> = ...`): "
+            self.report(assign, f"model `{name}` gets new parts after it is built "
+                                f"(`{name}.<attr> = ...`, `{name}.add_module(...)`): "
                                 f"move it with `{name}.to(device)` after the last change")
             return False
         for wrap_assign, kind in self._wrappers_of(assign, name):
@@ -249,21 +251,7 @@ class ModelToDevice(Rule):
         return True
 
     def _changed_later(self, assign, name: str) -> bool:
-        """``model.head = <something that is not a constructor>``: a ``.to`` on the constructor
-        would leave that part behind. (A new layer, ``model.fc = nn.Linear(...)``, is moved
-        where it is assigned: see ``_place_part``.)"""
-        parents = self.metadata[ParentNodeProvider]
-        for use in self._references(assign, name):
-            node = use
-            while isinstance(parents.get(node), (cst.Attribute, cst.Subscript)) and parents.get(node).value is node:
-                node = parents.get(node)
-            target = parents.get(node)
-            if node is not use and isinstance(target, cst.AssignTarget):
-                statement = parents.get(target)
-                if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
-                        and builds_model(self.metadata, statement.value, self.facts)):
-                    return True
-        return False
+        return gets_parts_later(self.metadata, self.facts, self._references(assign, name))
 
     def _place_part(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
         """``model.fc = nn.Linear(...)`` on a model devmod moves: the new layer moves too."""

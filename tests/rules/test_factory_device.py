@@ -458,3 +458,24 @@ def test_a_helper_computed_from_its_tensor_argument_is_not_host_data(tmp_path):
         """))
     report = next(r for r in process_files([str(net), str(ops)], Config(), "diff", jobs=1) if r.path.endswith("net.py"))
     assert ".to(" not in report.diff
+
+
+def test_inputs_of_a_model_the_author_pinned_to_the_cpu_stay():
+    out = fix("""\
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self, device="cuda"):
+                super().__init__()
+                self.lin = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.lin(x)
+
+        if __name__ == "__main__":
+            net = Net(device="cpu")
+            cpu_net = nn.Linear(4, 2).cpu()
+            print(net(torch.randn(3, 4)), cpu_net(torch.randn(3, 4)))
+    """)
+    assert "torch.randn(3, 4, device" not in out

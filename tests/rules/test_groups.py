@@ -495,3 +495,31 @@ def test_an_input_built_where_a_handed_model_runs_a_method_moves_there():
     assert "net.pi(torch.from_numpy(np.ones(4, dtype=np.float32)).to(device))" in out
     assert "model = Policy().to(device)" in out
     assert not reports
+
+
+def test_a_model_filled_by_add_module_stays_with_its_input_and_is_reported():
+    out, reports = run("""\
+        import torch
+        import torch.nn as nn
+
+        net = nn.Sequential()
+        net.add_module("first", nn.Linear(4, 8))
+        net.add_module("second", nn.Linear(8, 2))
+        x = torch.randn(2, 4)
+        print(net(x).shape)
+    """)
+    assert "device" not in out, "neither the empty Sequential nor its input moves"
+    assert len(reports) == 1 and "net.add_module(...)" in reports[0].message
+
+
+def test_writing_into_a_parts_weights_is_not_a_new_part():
+    out, reports = run("""\
+        import torch
+        import torch.nn as nn
+
+        m = nn.Sequential(nn.Linear(5, 5, bias=False))
+        m[0].weight.data[0][0] = 42
+        print(m(torch.randn(2, 5)))
+    """)
+    assert "m = nn.Sequential(nn.Linear(5, 5, bias=False)).to(device)" in out
+    assert not reports

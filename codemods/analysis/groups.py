@@ -563,12 +563,42 @@ class _GroupFinder:
     def _note_foreign(self, value: cst.BaseExpression, target: cst.Name | None) -> None:
         """``img = to_tensor(picture).unsqueeze(0)`` / ``model(**tokenizer(text))``: made by a
         library whose results devmod does not move, so the model stays with them."""
+        what = f"`{target.value}` (line {line_of(self.metadata, target)})" if target is not None \
+            else f"its input at line {line_of(self.metadata, value)}"
+        held = self._cpu_global_read(value)
+        if held is not None:
+            self.foreign.append(f"{what} is computed with `{held.value}` (line {line_of(self.metadata, held)}), "
+                                "a CPU tensor devmod does not move")
+            return
         library = self._cpu_library(value)
         if library is None:
             return
-        what = f"`{target.value}` (line {line_of(self.metadata, target)})" if target is not None \
-            else f"its input at line {line_of(self.metadata, value)}"
         self.foreign.append(f"{what} comes from {library}, whose results devmod does not move")
+
+    def _cpu_global_read(self, value: cst.BaseExpression) -> cst.Name | None:
+        """``head(affine(X))`` where the file's ``affine`` computes with a module-level
+        ``W = Normal(0, 1).sample(...)`` or ``K = torch.Tensor(rows)``: the global that stays."""
+        node = _data_root(value)
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
+            return None
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(node.func), node.func.value)
+        function = bindings[0].node if len(bindings) == 1 else None
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        scopes = self.metadata[ScopeProvider]
+        for name in walk(function.body):
+            if not isinstance(name, cst.Name):
+                continue
+            scope = scopes.get(name)
+            if scope is None or name.value not in scope or any(a.scope is scope for a in scope.assignments[name.value]):
+                continue  # a local of the function (or not a variable read)
+            for binding in scope[name.value]:
+                target = binding.node
+                statement = self.parents.get(self.parents.get(target)) if isinstance(target, cst.Name) else None
+                if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+                        and isinstance(statement.value, cst.Call) and _makes_cpu_tensor(self.metadata, statement.value):
+                    return target
+        return None
 
     def _cpu_library(self, value: cst.BaseExpression) -> str | None:
         node = _data_root(value)
@@ -856,6 +886,27 @@ class _GroupFinder:
                 return all(self._fine_on_device(u, depth + 1) for u in self._uses(parent.targets[0].target))
             else:
                 return False
+
+
+def samples_a_distribution(call: cst.Call) -> bool:
+    """``Normal(0, 0.01).sample((4, 3))``: a CPU tensor drawn from a distribution built from numbers."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("sample", "rsample")
+            and isinstance(func.value, cst.Call)):
+        return False
+    return bool(func.value.args) and all(is_number(a.value) for a in func.value.args)
+
+
+def _makes_cpu_tensor(metadata: Mapping, call: cst.Call) -> bool:
+    """``torch.Tensor(rows)`` / ``torch.from_numpy(a)`` / ``Normal(0, 1).sample(...)``, as written."""
+    root = call
+    while isinstance(root.func, cst.Attribute) and isinstance(root.func.value, cst.Call) \
+            and root.func.attr.value not in ("sample", "rsample", "to", "cuda"):
+        root = root.func.value
+    if samples_a_distribution(root):
+        return True
+    return bool(qualified_names(metadata, root.func) & HOST_MAKERS) and not any(
+        isinstance(n, cst.Attribute) and n.attr.value in ("to", "cuda") for n in walk(call))
 
 
 def _library_names(names: set[str]) -> set[str]:

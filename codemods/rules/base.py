@@ -22,7 +22,8 @@ from ..analysis.device_anchor import DevicePlaces, device_unreachable, device_us
 from ..analysis.groups import Group, model_groups
 from ..analysis.names import torch_module_alias
 from ..analysis.project import FileRole
-from ..analysis.tree import mentions_name
+from ..analysis.tensors import assigned_name, uses_of_binding
+from ..analysis.tree import line_of, mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
 from ..findings import Finding, Safety
@@ -64,6 +65,7 @@ class RunState:
     source: str = ""  # the text of ``source_module``, the tree the pass started from
     source_module: cst.Module | None = None
     allow: Allow | None = None  # None: every fix the configuration enables is applied
+    cpu_scopes: tuple | None = None  # (module, {id(scope): it computes with a CPU tensor devmod leaves})
     device_places: tuple | None = None  # (module, DevicePlaces, index of the first statement reading the device)
 
 
@@ -170,6 +172,8 @@ class Rule(VisitorBasedCodemodCommand):
         if not self.DEFINES_DEVICE and self._mentions_shared_device(replacement) \
                 and not mentions_name(node, self.shared_name):
             reason = self._device_unreachable(node)
+            if reason is not None and self._used_before_the_users_device(node):
+                return updated  # nothing is on the device yet where it is used: nothing to report
             if reason is not None:  # DM101 could not define it: the fix would be a NameError
                 self._add(line, column, f"{message}; left as it is: `{self.shared_name}` cannot be defined "
                                         f"above this line ({reason})", fixed=False)
@@ -196,6 +200,16 @@ class Rule(VisitorBasedCodemodCommand):
     def _add(self, line: int, column: int, message: str, fixed: bool, replacement: str | None = None) -> None:
         self.state.findings.append(Finding(self.CODE, self.NAME, line, column, message, fixed,
                                            self.SAFETY, replacement))
+
+    def _used_before_the_users_device(self, node: cst.CSTNode) -> bool:
+        """``X = torch.randn(1, 8)`` probing a CPU model above the file's own ``device = ...``:
+        every use of the value comes before that line, where nothing is on the device yet."""
+        lines = [line_of(self.metadata, d.statement) for d in self.device_definitions if d.name == self.shared_name]
+        if not lines:
+            return False
+        name = assigned_name(self.metadata, node)
+        uses = [node] if name is None else uses_of_binding(self.metadata, name)
+        return all(line_of(self.metadata, use) < min(lines) for use in uses)
 
     def _device_unreachable(self, node: cst.CSTNode) -> str | None:
         """Why DM101 will not have the shared device bound where ``node`` runs (None: it will)."""

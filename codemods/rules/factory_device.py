@@ -43,12 +43,12 @@ from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
 from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.groups import blocked_callee, blocked_scopes
+from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribution
 from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
-    moved_in_chain, assigned_name, chain_top, uses_of, uses_of_binding
+    moved_in_chain, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
 _PLACING = frozenset({"device", "out", "generator", "pin_memory", None})  # ``None``: ``**kwargs``
@@ -125,7 +125,7 @@ class FactoryDevice(Rule):
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
                 or self._packed_lengths(original_node) or self._beside_a_blocked_group(original_node) \
-                or self._meets_unmoved_host_tensor(original_node):
+                or self._meets_unmoved_host_tensor(original_node) or self._beside_cpu_tensors(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
@@ -254,6 +254,41 @@ class FactoryDevice(Rule):
             if root is not None and not self._host_tensor_moves(root):
                 return True
         return False
+
+    def _beside_cpu_tensors(self, call: cst.Call) -> bool:
+        """Its scope computes with a CPU tensor that devmod leaves where it is (a legacy
+        constructor or ``from_numpy`` that feeds no model, a ``Normal(0, 1).sample(...)``):
+        ``corr2d(X, K)`` or ``X @ W + b`` would then mix devices, so no factory there moves."""
+        scope = self.metadata[ScopeProvider].get(call)
+        if self.state.cpu_scopes is None or self.state.cpu_scopes[0] is not self.tree:
+            self.state.cpu_scopes = (self.tree, {})
+        known = self.state.cpu_scopes[1].get(id(scope))
+        if known is None:
+            known = self.state.cpu_scopes[1][id(scope)] = any(
+                self.metadata[ScopeProvider].get(node) is scope and self._unmoved_and_computed_with(node)
+                for node in walk(self.tree) if isinstance(node, cst.Call)
+                and (self._host_tensor_maker(node) or samples_a_distribution(node)))
+        return known
+
+    def _unmoved_and_computed_with(self, maker: cst.Call) -> bool:
+        if self._host_tensor_maker(maker) and self._host_tensor_moves(maker):
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, maker)
+        for use in [maker] if name is None else uses_of_binding(self.metadata, name):
+            current = chain_top(self.metadata, use)
+            parent = parents.get(current)
+            if isinstance(parent, cst.BinaryOperation):
+                return True
+            call = parents.get(parent) if isinstance(parent, cst.Arg) else None
+            if isinstance(call, cst.Call) and (torch_data_function(self.metadata, call) or isinstance(
+                    call.func, cst.Name) and isinstance(self._file_function(call.func), cst.FunctionDef)):
+                return True  # ``torch.matmul(X, K)``, ``corr2d(X, K)``
+        return False
+
+    def _file_function(self, name: cst.Name) -> cst.CSTNode | None:
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
+        return bindings[0].node if len(bindings) == 1 else None
 
     def _host_root(self, expr: cst.BaseExpression, depth: int = 0) -> cst.Call | None:
         """The legacy constructor / ``from_numpy`` call an operand comes from: ``torch.FloatTensor(pair)``,

@@ -479,3 +479,51 @@ def test_inputs_of_a_model_the_author_pinned_to_the_cpu_stay():
             print(net(torch.randn(3, 4)), cpu_net(torch.randn(3, 4)))
     """)
     assert "torch.randn(3, 4, device" not in out
+
+
+def test_a_probe_used_only_above_the_files_own_device_is_not_reported():
+    source = """\
+        import torch
+        import torch.nn as nn
+
+        net = nn.Sequential(nn.Linear(8, 4), nn.ReLU())
+        X = torch.randn(1, 8)
+        for layer in net:
+            X = layer(X)
+
+        def try_gpu():
+            return torch.device("cuda:0") if torch.cuda.is_available() else torch.device("cpu")
+
+        device = try_gpu()
+        net = net.to(device)
+        print(net(torch.randn(3, 8).to(device)).shape)
+    """
+    result = transform_source(textwrap.dedent(source), config=Config())
+    assert "X = torch.randn(1, 8)\n" in result.output
+    assert not [f for f in result.findings if not f.fixed]
+
+
+def test_factories_computed_with_a_cpu_tensor_devmod_leaves_stay_beside_it():
+    # ``W`` is drawn from a distribution (a CPU tensor devmod does not move) and ``K`` is a
+    # legacy constructor that feeds no model: the factories they are computed with stay too.
+    out = fix("""\
+        import torch
+        from torch.distributions import Normal
+
+        W = Normal(0, 0.01).sample((4, 3))
+        b = torch.zeros(3)
+
+        def affine(X):
+            return torch.matmul(X, W) + b
+
+        def scale(X, K):
+            return X * K
+
+        X = torch.rand(2, 4)
+        K = torch.Tensor([[2.0]])
+        print(affine(X).shape, scale(torch.ones(2, 2), K))
+        head = torch.nn.Linear(3, 1)
+        print(head(affine(X)))
+    """, all_rules=True)
+    assert "b = torch.zeros(3)\n" in out and "X = torch.rand(2, 4)\n" in out
+    assert "scale(torch.ones(2, 2), K)" in out

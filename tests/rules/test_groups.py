@@ -523,3 +523,20 @@ def test_writing_into_a_parts_weights_is_not_a_new_part():
     """)
     assert "m = nn.Sequential(nn.Linear(5, 5, bias=False)).to(device)" in out
     assert not reports
+
+
+def test_a_model_fed_by_a_function_computing_with_a_cpu_global_stays_and_is_reported():
+    out, reports = run("""\
+        import torch
+        from torch.distributions import Normal
+
+        W = Normal(0, 0.01).sample((4, 3))
+
+        def affine(X):
+            return torch.matmul(X, W)
+
+        head = torch.nn.Linear(3, 1)
+        print(head(affine(torch.rand(2, 4))))
+    """)
+    assert "device" not in out
+    assert len(reports) == 1 and "computed with `W` (line 4)" in reports[0].message

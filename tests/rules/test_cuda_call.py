@@ -50,3 +50,29 @@ def test_a_cuda_index_behind_the_users_own_switch_on_that_index_is_not_reported(
     assert result.output == code
     # the ungated one stays reported
     assert [f.line for f in result.findings if f.code == "DM103"] == [15]
+
+
+def test_the_reason_names_the_method_and_gives_the_buffer_advice_only_in_init():
+    code = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    class Spectrum(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.ones(3).cuda()
+
+        def transform(self, wave):
+            return torch.abs(wave.cuda()).cpu()
+
+        @staticmethod
+        def window(n):
+            return torch.ones(n).cuda()
+    """)
+    result = transform_source(code)
+    reasons = {f.line: f.message for f in result.findings if f.code == "DM103" and not f.fixed}
+    assert "__init__" in reasons[7] and "buffer so model.to(device)" in reasons[7]
+    # an ordinary method is not __init__: no buffer advice, its own name instead
+    assert "__init__" not in reasons[10] and "register the tensor" not in reasons[10]
+    assert "`transform`" in reasons[10]
+    assert "__init__" not in reasons[14] and "static or class method `window`" in reasons[14]

@@ -330,6 +330,10 @@ class DeviceLookup:
         """The device parameter (or local device) of a function around ``node``, if any."""
         return next(filter(None, map(self._function_device_name, self._enclosing_functions(node))), None)
 
+    def in_library_code(self, node: cst.CSTNode) -> bool:
+        """Code of a file others import, outside its main block: it gets no global device."""
+        return self.role.imported and not self._in_main_block(node)
+
     def _in_main_block(self, node: cst.CSTNode) -> bool:
         return any(is_main_guard(parent) for parent in ancestors(self.metadata, node))
 

@@ -208,3 +208,40 @@ def test_a_model_whose_input_is_made_in_library_code_it_is_handed_to_stays(tmp_p
     assert lib.read_text() == before
     findings = [f for r in reports for f in r.findings if f.code == "DM202"]
     assert len(findings) == 1 and "the input at line 7 is in code where devmod adds no device" in findings[0].message
+
+
+def test_a_device_that_a_star_import_of_a_project_file_brings_is_reused(tmp_path):
+    """``from data import *`` (data.py says ``from conf import *``) already binds the project's
+    ``device``: no new one below it, which would shadow the user's choice."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "conf.py").write_text('import torch\n\ndevice = torch.device("cpu")\nbatch_size = 4\n')
+    (tmp_path / "data.py").write_text("from conf import *\n\nbatches = [(torch.rand(batch_size, 3), "
+                                      "torch.randint(0, 2, (batch_size,)))]\n")
+    train = tmp_path / "train.py"
+    train.write_text(textwrap.dedent("""\
+        from torch import nn
+
+        from data import *
+
+        model = nn.Linear(3, 2).to(device)
+        criterion = nn.CrossEntropyLoss()
+
+        if __name__ == '__main__':
+            for X, y in batches:
+                print(criterion(model(X.to(device)), y.to(device)).item())
+        """))
+    before = train.read_text()
+    index = ProjectIndex.from_paths([str(p) for p in tmp_path.glob("*.py")])
+    assert "device" in index.role_for(str(train)).star_names
+    assert "device" not in index.role_for(str(tmp_path / "conf.py")).star_names
+    paths = sorted(str(p) for p in tmp_path.glob("*.py"))
+    reports = list(process_files(paths, Config(), "write", jobs=1))
+    assert not any(r.error for r in reports)
+    assert train.read_text() == before
+    assert subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True).returncode == 0
+
+
+def test_a_star_import_whose_all_leaves_out_device_brings_none():
+    sources = [("conf.py", "import torch\ndevice = torch.device('cpu')\n__all__ = ['torch']\n"),
+               ("train.py", "from conf import *\n")]
+    assert ProjectIndex.build(sources).role_for("train.py").star_names == {"torch"}

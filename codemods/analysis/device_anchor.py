@@ -92,7 +92,7 @@ def _in_source_order(metadata: Mapping, accesses: list) -> list:
 
 def device_unreachable(metadata: Mapping, places: DevicePlaces, module: cst.Module, node: cst.CSTNode,
                        name: str, definitions: list[DeviceDefinition], torch_alias: str,
-                       first_use: int | None = None) -> str | None:
+                       first_use: int | None = None, star_names: frozenset[str] = frozenset()) -> str | None:
     """None when DM101 will have ``name`` bound where ``node`` runs; else why it will not.
 
     ``first_use``: the index of the first top-level statement that already reads ``name``
@@ -106,6 +106,8 @@ def device_unreachable(metadata: Mapping, places: DevicePlaces, module: cst.Modu
     own = [d for d in definitions if d.name == name]
     if not own and bound_at_module_level(metadata, module, name):
         return None  # the file's own variable of that name (``device = 0``): DM101 leaves it alone
+    if not own and star_bound(module, name, star_names, before):
+        return None  # a project module's ``device`` that ``from x import *`` brings: DM101 reuses it
     anchor = places.anchor(before)
     if not own:
         return None if anchor is not None else "no module-level `import torch` comes before it"
@@ -115,6 +117,19 @@ def device_unreachable(metadata: Mapping, places: DevicePlaces, module: cst.Modu
     if movable(own[0], module) and pure(own[0].assign.value, torch_alias) and anchor is not None:
         return None  # DM101 moves the definition up
     return "its definition comes later and cannot move up"
+
+
+def star_bound(module: cst.Module, name: str, star_names: frozenset[str], before: int) -> bool:
+    """Does a top-level ``from x import *`` above statement ``before`` bring ``name`` from a
+    project file (``star_names``, from the project index)? libcst's scopes cannot see it."""
+    if name not in star_names:
+        return False
+    for stmt in list(module.body)[:before]:
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)
+                for small in stmt.body):
+            return True
+    return False
 
 
 def bound_at_module_level(metadata: Mapping, module: cst.Module, name: str) -> bool:

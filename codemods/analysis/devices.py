@@ -330,6 +330,10 @@ class DeviceLookup:
         """The device parameter (or local device) of a function around ``node``, if any."""
         return next(filter(None, map(self._function_device_name, self._enclosing_functions(node))), None)
 
+    def in_library_code(self, node: cst.CSTNode) -> bool:
+        """Code of a file others import, outside its main block: it gets no global device."""
+        return self.role.imported and not self._in_main_block(node)
+
     def _in_main_block(self, node: cst.CSTNode) -> bool:
         return any(is_main_guard(parent) for parent in ancestors(self.metadata, node))
 
@@ -412,9 +416,31 @@ class DeviceLookup:
             return ("this runs in data-loading code (Dataset or collate function), where tensors must stay "
                     "on the CPU; move the batch in the training loop instead")
         if kind is ScopeKind.MODEL_METHOD:
-            return ("this runs in a model's __init__; register the tensor as a buffer so model.to(device) "
-                    "moves it")
+            # The buffer advice fits __init__ only: an ordinary method works on its inputs, and
+            # telling its author the line is in __init__ is a false report.
+            method = self._model_method(node)
+            name = method.name.value if method is not None else "?"
+            if name == "__init__":
+                return ("this runs in a model's __init__; register the tensor as a buffer so model.to(device) "
+                        "moves it")
+            if method is not None and _instance_parameter(method) is None:
+                return (f"this runs in the model's static or class method `{name}`, which has no model to read "
+                        "the device from; use the device of the tensors it works on (e.g. `x.device`) or pass "
+                        "one in")
+            return (f"this runs in the model method `{name}`, where devmod finds no parameter, buffer or device "
+                    "attribute to read the model's device from; use the device of the tensors it works on "
+                    "(e.g. `x.device`)")
         return "devmod cannot tell which device this class uses; pass a device in explicitly"
+
+    def _model_method(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The method of the class around ``node`` (the outer def, for a closure inside it)."""
+        method = None
+        for parent in ancestors(self.metadata, node):
+            if isinstance(parent, cst.FunctionDef):
+                method = parent
+            elif isinstance(parent, cst.ClassDef):
+                break
+        return method
 
     def _function_device_name(self, function: cst.FunctionDef) -> str | None:
         """A ``device`` parameter, or a device the function defines itself (the author's choice;

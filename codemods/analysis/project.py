@@ -15,6 +15,9 @@ looks at, then shared with each file's rewrite as a small, picklable ``FileRole`
 - ``tensor_helpers``: functions that return a CPU tensor they build from host data
   (``return torch.from_numpy(a).float()``) and place nothing themselves: where driver code
   feeds their result to a model, it moves with the model.
+- ``star_names``: module-level variables that the file's ``from x import *`` of project files
+  brings (``device`` from a config module): DM101 reuses such a ``device`` instead of
+  defining one that would shadow it.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class FileRole:
     model_names: frozenset[str] = frozenset()
     tensor_helpers: frozenset[str] = frozenset()
     main_only: frozenset[str] = frozenset()  # driver functions only this file's main block reaches
+    star_names: frozenset[str] = frozenset()  # variables its star imports of project files bring
 
 
 @dataclass
@@ -58,6 +62,8 @@ class _Summary:
     imports: set[str] = field(default_factory=set)  # absolute dotted modules imported
     from_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (module, name)
     star_modules: set[str] = field(default_factory=set)
+    variables: set[str] = field(default_factory=set)  # other module-level names bound at import
+    exports: tuple[str, ...] | None = None  # a literal ``__all__``
     references: dict[str, set[str]] = field(default_factory=dict)  # context -> names loaded there
     has_main: bool = False
 
@@ -121,6 +127,7 @@ def summarise(path: str, source: str) -> _Summary | None:
             _collect_loads(summary, _MAIN, stmt.body)
         else:
             _collect_loads(summary, _TOP, [stmt])
+    _collect_variables(summary, tree.body)
     functions = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     grown = True
     while grown:  # ``make_batch()`` that returns ``pad(rows)``, a helper of the file that builds host data
@@ -130,6 +137,37 @@ def summarise(path: str, source: str) -> _Summary | None:
                 summary.tensor_helpers.add(stmt.name)
                 grown = True
     return summary
+
+
+def _collect_variables(summary: _Summary, body: list[ast.stmt]) -> None:
+    """Names bound when the file is imported (outside defs, classes and the main block):
+    what ``from it import *`` gives besides its functions and classes."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or _is_main_guard(stmt):
+            continue
+        targets: list[ast.AST] = []
+        if isinstance(stmt, ast.Assign):
+            targets = list(stmt.targets)
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets) \
+                    and isinstance(stmt.value, (ast.List, ast.Tuple)) \
+                    and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in stmt.value.elts):
+                summary.exports = tuple(e.value for e in stmt.value.elts)
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and getattr(stmt, "value", None) is not None:
+            targets = [stmt.target]
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            targets = [stmt.target]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            summary.variables |= {(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"}
+        for target in targets:
+            summary.variables |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        for field_name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field_name, None)
+            if isinstance(inner, list):
+                _collect_variables(summary, inner)
+        for handler in getattr(stmt, "handlers", ()):
+            _collect_variables(summary, handler.body)
 
 
 def _absolute(module: str | None, level: int, package: str) -> str:
@@ -334,7 +372,8 @@ class ProjectIndex:
         return FileRole(imported=summary.path in self.imported,
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
-                        main_only=frozenset(self._main_only(summary)))
+                        main_only=frozenset(self._main_only(summary)),
+                        star_names=frozenset(self._star_variables(summary)))
 
     # -- name resolution -----------------------------------------------------------------------
     def _resolve(self, module: str) -> list[_Summary]:
@@ -354,6 +393,21 @@ class ProjectIndex:
         for name in (*summary.functions, *summary.class_bases):
             visible[name] = (summary.path, name)
         return visible
+
+    def _star_variables(self, summary: _Summary, seen: set[str] | None = None) -> set[str]:
+        """The variables ``from x import *`` of project files binds here, through star
+        re-exports at any depth (``from data import *`` where data says ``from conf import *``)."""
+        seen = set() if seen is None else seen
+        found: set[str] = set()
+        for module in summary.star_modules:
+            for target in self._resolve(module):
+                if target.path in seen:
+                    continue
+                seen.add(target.path)
+                names = target.variables | self._star_variables(target, seen)
+                names = {n for n in names if not n.startswith("_")}
+                found |= names & set(target.exports) if target.exports is not None else names
+        return found
 
     def _exported(self, module: str) -> Iterable[tuple[_Summary, str]]:
         """What ``module`` defines, then what it re-exports one level down

@@ -221,7 +221,7 @@ class Rule(VisitorBasedCodemodCommand):
             cached = self.state.device_places = (self.tree, places, first)
         _, places, first = cached
         return device_unreachable(self.metadata, places, self.tree, node, self.shared_name,
-                                  self.device_definitions, self.torch_alias, first)
+                                  self.device_definitions, self.torch_alias, first, self.state.role.star_names)
 
     def _mentions_shared_device(self, replacement) -> bool:
         if isinstance(replacement, cst.RemovalSentinel):

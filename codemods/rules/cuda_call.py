@@ -5,8 +5,10 @@ with CUDA enabled" / "Found no NVIDIA driver") and hard-codes one device into co
 that should follow a single shared ``torch.device``. ``.to(device)`` works on both.
 
 - ``non_blocking=`` is kept; ``.cuda(i)`` / ``.cuda(args.gpu)`` carry a rank index
-  and are reported, not rewritten; ``.cuda(x.device)`` / ``.cuda(current_device)`` name a
-  device and become ``.to(x.device)`` / ``.to(current_device)``.
+  and are reported, not rewritten, except under the user's own test of that index
+  (``if args.gpu is not None:``), which already keeps a CPU run on the CPU.
+  ``.cuda(x.device)`` / ``.cuda(current_device)`` name a device and become
+  ``.to(x.device)`` / ``.to(current_device)``.
 - Inside an ``nn.Module`` method the device follows the input (``x.device``); in a
   Dataset or collate function nothing is moved (reported instead).
 - A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
@@ -55,7 +57,10 @@ class CudaCall(Rule):
                 assert isinstance(func, cst.Attribute)
                 return self.fix(original_node, updated_node, updated_node.with_changes(
                     func=func.with_changes(attr=cst.Name("to"))), "`.cuda(<device>)` -> `.to(<device>)`")
-            self.report(original_node, "`.cuda(index)` selects a GPU by rank; set the device per rank instead")
+            # ``if args.gpu is not None: x.cuda(args.gpu)``: the user's own switch on that very index
+            # already keeps the CPU run on the CPU, as ``if args.gpu: x.cuda()`` does; correct code.
+            if not self._gated_on(original_node, original_node.args[0]):
+                self.report(original_node, "`.cuda(index)` selects a GPU by rank; set the device per rank instead")
             return updated_node
         if any(a.keyword is not None and a.keyword.value not in ("non_blocking", "memory_format") for a in args):
             return updated_node
@@ -90,6 +95,19 @@ class CudaCall(Rule):
         assign = self.metadata[ParentNodeProvider].get(parent) if isinstance(parent, cst.AssignTarget) else None
         return isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Attribute) \
             and assign.value.attr.value == "device"
+
+    def _gated_on(self, call: cst.Call, arg: cst.Arg) -> bool:
+        """Inside ``if``/``while``/``... if ... else ...`` whose test checks the index itself
+        (``args.gpu is not None``, ``args.gpu >= 0``, ``args.gpu``)."""
+        if arg.keyword is not None or not isinstance(arg.value, (cst.Name, cst.Attribute)):
+            return False
+        index = code_of(arg.value)
+        for parent in ancestors(self.metadata, call):
+            if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and any(
+                    isinstance(node, (cst.Name, cst.Attribute)) and code_of(node) == index
+                    for node in walk(parent.test)):
+                return True
+        return False
 
     def _behind_a_gpu_switch(self, call: cst.Call) -> bool:
         """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``,

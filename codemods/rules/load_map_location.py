@@ -7,7 +7,9 @@ whatever device they were saved from, which need not be the model's.
 ``map_location=device`` puts them where the rest of the code expects them.
 
 - In training code and at module level: ``map_location=device`` (the shared variable
-  or the function's ``device`` parameter).
+  or the function's ``device`` parameter). In library code (a file other project files
+  import, outside its main block) only the function's own ``device`` parameter, else
+  ``"cpu"``: no global device is added there.
 - Everywhere else (Dataset code, model methods such as loading helpers and
   classmethods, other classes) and where the function only defines its device
   further down: ``map_location="cpu"``. It always works, and
@@ -59,7 +61,10 @@ class LoadMapLocation(Rule):
         cpu = cst.SimpleString('"cpu"')
         if self.devices.place(node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return cpu
-        device = self.device_for(node)
+        # Adding a map location places what the author left unplaced: in library code that is
+        # the caller's choice, so only a device the function itself has (a parameter) or the CPU,
+        # never a new global ``device`` (``load_state_dict`` copies to the model anyway).
+        device = self.devices.expression_for(node, replaces_cuda=not self.devices.in_library_code(node))
         if not isinstance(device, cst.Name) or not bound_before(self.metadata, node, device.value):
             return cpu
         return device

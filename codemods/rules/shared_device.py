@@ -6,7 +6,8 @@ placed after the imports and before its first use, gives every other fix somethi
 to point at and falls back to the CPU on machines without a GPU.
 
 - A device the file already defines (any name: ``dev = torch.device(...)``,
-  ``DEVICE = ...``) is reused; no second one is created.
+  ``DEVICE = ...``) is reused; no second one is created. So is a ``device`` that a
+  ``from config import *`` of a project file brings.
 - A definition that comes after its first use moves up to the imports; several
   identical definitions collapse into one.
 - A notebook imports as it goes (``import torch`` in the first cell, ``from torch import nn``
@@ -29,7 +30,8 @@ from typing import Sequence
 import libcst as cst
 
 from ..analysis.candidates import FileFacts
-from ..analysis.device_anchor import DevicePlaces, bound_at_module_level, device_uses, imports_torch_module, pure
+from ..analysis.device_anchor import (DevicePlaces, bound_at_module_level, device_uses, imports_torch_module, pure,
+                                     star_bound)
 from ..analysis.devices import movable
 from ..analysis.scopes import is_main_guard
 from ..analysis.tree import ancestors, code_of, top_level_statement, walk
@@ -90,6 +92,10 @@ class SharedDevice(Rule):
         definitions = [d for d in self.device_definitions if d.name == name]
         if not definitions and bound_at_module_level(self.metadata, module, name):
             return  # the file's own variable of that name (``device = 0``): not ours to replace
+        if not definitions and star_bound(module, name, self.state.role.star_names, first_use):
+            # ``from data import *`` already brings the project's own ``device``: a new one below
+            # it would shadow the user's choice.
+            return
         if not definitions:
             if anchor is None:
                 where = body[first_use] if immediate else deferred[0]

@@ -20,3 +20,59 @@ def test_a_conditional_expression_with_identical_branches_collapses():
     assert 'b = torch.ones(3, device="cpu") if torch.cuda.is_available() else torch.ones(3, device="cpu")' in out
     assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in out
     assert transform_source(out).output == out
+
+
+def test_a_cuda_index_behind_the_users_own_switch_on_that_index_is_not_reported():
+    # ``if args.gpu is not None: x.cuda(args.gpu)`` already runs on the CPU without --gpu,
+    # like ``if args.gpu: x.cuda()``: correct code, no finding
+    code = textwrap.dedent("""\
+    import argparse
+    import torch
+
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--gpu", default=None, type=int)
+        args = parser.parse_args()
+        model = torch.nn.Linear(4, 2)
+        if args.gpu is not None:
+            model = model.cuda(args.gpu)
+        x = torch.randn(3, 4)
+        if args.gpu >= 0:
+            x = x.cuda(args.gpu, non_blocking=True)
+        y = x.cuda(args.gpu) if args.gpu else x
+        z = x.cuda(args.gpu)
+        return model(x), y, z
+
+    if __name__ == "__main__":
+        main()
+    """)
+    result = transform_source(code)
+    assert result.output == code
+    # the ungated one stays reported
+    assert [f.line for f in result.findings if f.code == "DM103"] == [15]
+
+
+def test_the_reason_names_the_method_and_gives_the_buffer_advice_only_in_init():
+    code = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    class Spectrum(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.ones(3).cuda()
+
+        def transform(self, wave):
+            return torch.abs(wave.cuda()).cpu()
+
+        @staticmethod
+        def window(n):
+            return torch.ones(n).cuda()
+    """)
+    result = transform_source(code)
+    reasons = {f.line: f.message for f in result.findings if f.code == "DM103" and not f.fixed}
+    assert "__init__" in reasons[7] and "buffer so model.to(device)" in reasons[7]
+    # an ordinary method is not __init__: no buffer advice, its own name instead
+    assert "__init__" not in reasons[10] and "register the tensor" not in reasons[10]
+    assert "`transform`" in reasons[10]
+    assert "__init__" not in reasons[14] and "static or class method `window`" in reasons[14]

@@ -83,3 +83,27 @@ def test_dm302_model_method_uses_cpu():
             self.load_state_dict(torch.load(path))
     """
     assert 'torch.load(path, map_location="cpu")' in fix(code, all_rules=True)
+
+
+def test_dm302_library_code_loads_to_the_cpu_and_gets_no_global_device():
+    """A loading helper in a file other project files import is library code: the CPU (or the
+    function's own device parameter), never a new module-level ``device``."""
+    from codemods.analysis.project import FileRole
+    code = textwrap.dedent("""\
+    import torch
+
+
+    def load_pretrained_weights(model, weights_path):
+        model.load_state_dict(torch.load(weights_path))
+
+
+    def restore(model, path, device):
+        model.load_state_dict(torch.load(path))
+    """)
+    out = transform_source(code, config=Config(), role=FileRole(imported=True)).output
+    assert "device = torch.device" not in out
+    assert "torch.load(weights_path, map_location=\"cpu\")" in out
+    assert "torch.load(path, map_location=device)" in out
+    # the same helper in a lone script is driver code's business, as before
+    script = transform_source(code, config=Config()).output
+    assert "torch.load(weights_path, map_location=device)" in script

@@ -245,3 +245,31 @@ def test_a_star_import_whose_all_leaves_out_device_brings_none():
     sources = [("conf.py", "import torch\ndevice = torch.device('cpu')\n__all__ = ['torch']\n"),
                ("train.py", "from conf import *\n")]
     assert ProjectIndex.build(sources).role_for("train.py").star_names == {"torch"}
+
+
+def test_a_model_handed_to_a_training_loop_in_another_file_stays_with_its_batches(tmp_path):
+    """``helpers.train(net, data)`` and ``train(net, data)`` loop over batches in a file devmod
+    gives no device (and that places nothing itself): the model stays and is reported."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_text(textwrap.dedent("""\
+        import torch
+
+
+        def train(net, data, loss_fn):
+            for X, y in data:
+                loss_fn(net(X), y).backward()
+        """))
+    scripts = {
+        "a.py": "import torch.nn as nn\nimport helpers\n\nnet = nn.Linear(3, 2)\n"
+                "helpers.train(net, [], nn.CrossEntropyLoss())\n",
+        "b.py": "import torch.nn as nn\nfrom helpers import train\n\nnet = nn.Linear(3, 2)\n"
+                "train(net, [], nn.CrossEntropyLoss())\n",
+    }
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(text)
+    paths = sorted(str(p) for p in tmp_path.glob("*.py"))
+    reports = list(process_files(paths, Config(), "write", jobs=1))
+    for name, text in scripts.items():
+        assert (tmp_path / name).read_text() == text
+    messages = [f.message for r in reports for f in r.findings if f.code == "DM202"]
+    assert len(messages) == 2 and all("a loop in another file whose batches devmod does not move" in m for m in messages)

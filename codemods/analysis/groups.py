@@ -108,7 +108,8 @@ class Group:
 
 def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpers: frozenset[str],
                  numpy_fixed: bool, placeable: Callable[[cst.CSTNode], bool] = lambda node: True,
-                 device_names: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
+                 device_names: frozenset[str] = frozenset(),
+                 loops: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
@@ -118,6 +119,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     (``device_names``: the names that already place a batch there)."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
     finder.facts = facts
+    finder.loops = loops  # the project's training loops in other files (``d2l.train_ch3``)
     finder.tuple_helpers = finder.tuple_helpers_of(module)
     finder.packs = packs_sequences(metadata, module)
     groups: dict[cst.Assign, Group] = {}
@@ -335,6 +337,7 @@ class _GroupFinder:
         self.partner_uses: set[int] = set()
         self.inline: dict[int, cst.BaseExpression] = {}
         self.foreign: list[str] = []
+        self.handed_away: list[str] = []
         found: dict[int, HeldOut] = {}
         for call in self._calls(target):
             for arg in call.args:
@@ -344,7 +347,7 @@ class _GroupFinder:
             held.blockers = self._blockers(held)
         group.held_out = list(found.values())
         group.inline = list(self.inline.values())
-        group.foreign = list(dict.fromkeys(self.foreign))
+        group.foreign = list(dict.fromkeys(self.foreign + self.handed_away))
         group.placed = self._placed(statement, target)
         scope = self.metadata[ScopeProvider].get(target)
         group.parts_later = scope is not None and gets_parts_later(self.metadata, self.facts, [
@@ -387,6 +390,9 @@ class _GroupFinder:
             calls.append(parent)
         elif handed and isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
             call = self.parents.get(parent)
+            if isinstance(call, cst.Call) and dotted(call.func) in self.loops:
+                self.handed_away.append(f"it is handed to `{dotted(call.func)}` (line {line_of(self.metadata, call)}), "
+                                        "a loop in another file whose batches devmod does not move")
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
                 for param in self._parameters_given(call, parent):
                     self.aliases.add(param.name)  # type: ignore[attr-defined]

@@ -47,6 +47,7 @@ class FileRole:
     tensor_helpers: frozenset[str] = frozenset()
     main_only: frozenset[str] = frozenset()  # driver functions only this file's main block reaches
     star_names: frozenset[str] = frozenset()  # variables its star imports of project files bring
+    training_loops: frozenset[str] = frozenset()  # ``train``, ``d2l.train_ch3``: project loops that feed a model handed in
 
 
 @dataclass
@@ -64,6 +65,8 @@ class _Summary:
     star_modules: set[str] = field(default_factory=set)
     variables: set[str] = field(default_factory=set)  # other module-level names bound at import
     exports: tuple[str, ...] | None = None  # a literal ``__all__``
+    loop_functions: set[str] = field(default_factory=set)  # loops feeding a parameter, placing nothing
+    module_aliases: dict[str, str] = field(default_factory=dict)  # ``import d2l`` -> {"d2l": "d2l"}
     references: dict[str, set[str]] = field(default_factory=dict)  # context -> names loaded there
     has_main: bool = False
 
@@ -102,6 +105,9 @@ def summarise(path: str, source: str) -> _Summary | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             summary.imports |= {a.name for a in node.names}
+            for a in node.names:
+                local = a.asname or a.name.split(".")[0]
+                summary.module_aliases[local] = a.name if a.asname else local
         elif isinstance(node, ast.ImportFrom):
             base = _absolute(node.module, node.level, package)
             summary.imports.add(base)
@@ -111,12 +117,15 @@ def summarise(path: str, source: str) -> _Summary | None:
                 else:
                     summary.imports.add(f"{base}.{alias.name}")
                     summary.from_names[alias.asname or alias.name] = (base, alias.name)
+                    summary.module_aliases.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             summary.functions.add(stmt.name)
             summary.returns[stmt.name] = _returned_callees(stmt)
             if _returns_host_tensor(stmt):
                 summary.tensor_helpers.add(stmt.name)
+            if _feeds_a_handed_model(stmt):
+                summary.loop_functions.add(stmt.name)
             _collect_loads(summary, stmt.name, [*stmt.body, *stmt.args.defaults, *stmt.args.kw_defaults])
             _collect_loads(summary, _TOP, stmt.decorator_list)
         elif isinstance(stmt, ast.ClassDef):
@@ -268,6 +277,24 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, helpe
     return True
 
 
+def _feeds_a_handed_model(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``def train(net, data, ...)``: a loop that calls one of its parameters on what it
+    iterates, and places nothing itself (no ``.to``, ``.cuda``, ``device``): the batches stay
+    where the data is, so a model handed in must stay there too."""
+    params = _parameters(function)
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and node.attr in ("to", "cuda"):
+            return False
+        if isinstance(node, ast.Name) and "device" in node.id or isinstance(node, ast.arg) and "device" in node.arg:
+            return False
+    for loop in ast.walk(function):
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
+                for stmt in loop.body for n in ast.walk(stmt)):
+            return True
+    return False
+
+
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     args = function.args
     return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
@@ -369,7 +396,11 @@ class ProjectIndex:
                   if (file, original) in self.model_classes or (file, original) in self.model_factories}
         helpers = {name for name, (file, original) in visible.items()
                    if file in self.files and original in self.files[file].tensor_helpers}
-        return FileRole(imported=summary.path in self.imported,
+        loops = {name for name, (file, original) in visible.items()
+                 if file in self.files and original in self.files[file].loop_functions}
+        for local, module in summary.module_aliases.items():
+            loops |= {f"{local}.{f}" for target in self._resolve(module) for f in target.loop_functions}
+        return FileRole(imported=summary.path in self.imported, training_loops=frozenset(loops),
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
                         main_only=frozenset(self._main_only(summary)),

@@ -142,7 +142,8 @@ class Rule(VisitorBasedCodemodCommand):
             groups = model_groups(self.metadata, self.tree, self.facts, self.state.role.tensor_helpers,
                                   numpy_fixed=self.state.config.enabled("DM303"),
                                   placeable=lambda node: self.devices.expression_for(node) is not None,
-                                  device_names=frozenset({*DEVICE_LIKE_NAMES, self.shared_name}))
+                                  device_names=frozenset({*DEVICE_LIKE_NAMES, self.shared_name}),
+                                  loops=self.state.role.training_loops)
             cached = self.state.groups = (self.tree, groups)
         return cached[1]
 

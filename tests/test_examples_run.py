@@ -26,6 +26,8 @@ import pytest
 TIMEOUT_S = 60  # per script
 # Examples without an nn.Module: no parameters to be on cuda:0.
 NO_MODEL = {"09_mixed_tensors", "25_overridable_string_device_clean"}
+# Examples where devmod leaves a model's group on the CPU on purpose (and reports it) beside one it moves.
+PARTLY_MOVED = {"29_models_that_keep_their_data"}
 CUDA_MISSING = ("Torch not compiled with CUDA enabled", "Found no NVIDIA driver", "No CUDA GPUs are available")
 
 
@@ -152,7 +154,7 @@ if __name__ != "__main__":
         pytest.importorskip("codemods.verify", reason="devmod verify (the simulated GPU) is not there yet")
         outcome = outcomes[example.stem, "after", "sim"]
         assert outcome["kind"] == "clean", outcome["message"]
-        expected = [] if example.stem in NO_MODEL else ["cuda:0"]
+        expected = [] if example.stem in NO_MODEL else ["cpu", "cuda:0"] if example.stem in PARTLY_MOVED else ["cuda:0"]
         assert outcome["param_devices"] == expected, "the model must work on cuda:0"
 
 

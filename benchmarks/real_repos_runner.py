@@ -31,6 +31,7 @@ import re
 import signal
 import sys
 import time
+import tokenize
 import traceback
 from typing import Any, Callable
 
@@ -257,9 +258,30 @@ def notebook_code(path: str) -> str:
     for n, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        lines = [l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!"))]
-        chunks.append(f"# cell {n}\n" + "\n".join(lines))
+        chunks.append(f"# cell {n}\n" + "\n".join(_without_magics(cell.source.splitlines())))
     return "\n\n".join(chunks) + "\n"
+
+
+def _without_magics(lines: list[str]) -> list[str]:
+    """Drop ``%magic`` and ``!shell`` lines, but not a line inside an open statement that
+    starts with ``%`` (``"%d" % (n,\n     % x)``, string formatting continued in brackets)."""
+    kept: list[str] = []
+    for line in lines:
+        if line.lstrip().startswith(("%", "!")) and not _open_statement(kept):
+            continue
+        kept.append(line)
+    return kept
+
+
+def _open_statement(lines: list[str]) -> bool:
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+            pass
+    except tokenize.TokenError:
+        return True  # EOF inside brackets or a continued line
+    except (IndentationError, SyntaxError):
+        return False
+    return bool(lines) and lines[-1].rstrip().endswith("\\")
 
 
 def notebook_item(root: str, rel: str, results: Results, config: dict) -> None:

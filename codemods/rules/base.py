@@ -65,7 +65,7 @@ class RunState:
     source: str = ""  # the text of ``source_module``, the tree the pass started from
     source_module: cst.Module | None = None
     allow: Allow | None = None  # None: every fix the configuration enables is applied
-    cpu_scopes: tuple | None = None  # (module, {id(scope): it computes with a CPU tensor devmod leaves})
+    cpu_scopes: tuple | None = None  # (module, {id(scope): CPU tensor makers}, {id(scope): any left there})
     device_places: tuple | None = None  # (module, DevicePlaces, index of the first statement reading the device)
 
 

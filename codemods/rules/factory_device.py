@@ -259,16 +259,18 @@ class FactoryDevice(Rule):
         """Its scope computes with a CPU tensor that devmod leaves where it is (a legacy
         constructor or ``from_numpy`` that feeds no model, a ``Normal(0, 1).sample(...)``):
         ``corr2d(X, K)`` or ``X @ W + b`` would then mix devices, so no factory there moves."""
-        scope = self.metadata[ScopeProvider].get(call)
+        scopes = self.metadata[ScopeProvider]
         if self.state.cpu_scopes is None or self.state.cpu_scopes[0] is not self.tree:
-            self.state.cpu_scopes = (self.tree, {})
-        known = self.state.cpu_scopes[1].get(id(scope))
-        if known is None:
-            known = self.state.cpu_scopes[1][id(scope)] = any(
-                self.metadata[ScopeProvider].get(node) is scope and self._unmoved_and_computed_with(node)
-                for node in walk(self.tree) if isinstance(node, cst.Call)
-                and (self._host_tensor_maker(node) or samples_a_distribution(node)))
-        return known
+            makers: dict[int, list[cst.Call]] = {}  # one walk per tree: the CPU tensors of each scope
+            for node in walk(self.tree):
+                if isinstance(node, cst.Call) and (self._host_tensor_maker(node) or samples_a_distribution(node)):
+                    makers.setdefault(id(scopes.get(node)), []).append(node)
+            self.state.cpu_scopes = (self.tree, makers, {})
+        _, makers, known = self.state.cpu_scopes
+        key = id(scopes.get(call))
+        if key not in known:
+            known[key] = any(self._unmoved_and_computed_with(node) for node in makers.get(key, ()))
+        return known[key]
 
     def _unmoved_and_computed_with(self, maker: cst.Call) -> bool:
         if self._host_tensor_maker(maker) and self._host_tensor_moves(maker):

@@ -273,3 +273,24 @@ def test_a_model_handed_to_a_training_loop_in_another_file_stays_with_its_batche
         assert (tmp_path / name).read_text() == text
     messages = [f.message for r in reports for f in r.findings if f.code == "DM202"]
     assert len(messages) == 2 and all("a loop in another file whose batches devmod does not move" in m for m in messages)
+
+
+def test_a_training_loop_of_the_same_file_is_not_another_files_loop(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    script = tmp_path / "dqn.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+
+        def train(net, data):
+            for x in data:
+                net(x).sum().backward()
+
+
+        if __name__ == "__main__":
+            q = nn.Linear(4, 2)
+            train(q, [torch.ones(1, 4)])
+        """))
+    report = next(process_files([str(script)], Config(), "diff", jobs=1))
+    assert not [f for f in report.findings if "another file" in f.message]

@@ -598,7 +598,7 @@ class _GroupFinder:
             scope = scopes.get(name)
             if scope is None or name.value not in scope or any(a.scope is scope for a in scope.assignments[name.value]):
                 continue  # a local of the function (or not a variable read)
-            for binding in scope[name.value]:
+            for binding in scope_bindings(scope, name.value):  # not a builtin (``print``, ``len``)
                 target = binding.node
                 statement = self.parents.get(self.parents.get(target)) if isinstance(target, cst.Name) else None
                 if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \

@@ -396,8 +396,8 @@ class ProjectIndex:
                   if (file, original) in self.model_classes or (file, original) in self.model_factories}
         helpers = {name for name, (file, original) in visible.items()
                    if file in self.files and original in self.files[file].tensor_helpers}
-        loops = {name for name, (file, original) in visible.items()
-                 if file in self.files and original in self.files[file].loop_functions}
+        loops = {name for name, (file, original) in visible.items()  # the file's own loops are seen there
+                 if file != summary.path and file in self.files and original in self.files[file].loop_functions}
         for local, module in summary.module_aliases.items():
             loops |= {f"{local}.{f}" for target in self._resolve(module) for f in target.loop_functions}
         return FileRole(imported=summary.path in self.imported, training_loops=frozenset(loops),

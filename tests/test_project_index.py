@@ -294,3 +294,14 @@ def test_a_training_loop_of_the_same_file_is_not_another_files_loop(tmp_path):
         """))
     report = next(process_files([str(script)], Config(), "diff", jobs=1))
     assert not [f for f in report.findings if "another file" in f.message]
+
+
+def test_hubconf_is_library_code(tmp_path):
+    """``torch.hub.load`` imports ``hubconf.py`` from outside the project: no global device there."""
+    (tmp_path / "pyproject.toml").write_text("")
+    hub = tmp_path / "hubconf.py"
+    hub.write_text("import torch.nn as nn\n\n\ndef tiny():\n    net = nn.Linear(2, 2)\n    return net\n\n\n"
+                   "if True:\n    net = tiny()\n    print(net.weight.shape)\n")
+    before = hub.read_text()
+    list(process_files([str(hub)], Config(), "write", jobs=1))
+    assert hub.read_text() == before

@@ -349,9 +349,7 @@ class _GroupFinder:
         group.inline = list(self.inline.values())
         group.foreign = list(dict.fromkeys(self.foreign + self.handed_away))
         group.placed = self._placed(statement, target)
-        scope = self.metadata[ScopeProvider].get(target)
-        group.parts_later = scope is not None and gets_parts_later(self.metadata, self.facts, [
-            access.node for binding in scope[target.value] for access in getattr(binding, "references", ())])
+        group.parts_later = gets_parts_later(self.metadata, self.facts, self._uses(target))
         return group
 
     def _placed(self, statement: cst.Assign, target: cst.Name) -> bool:
@@ -371,13 +369,9 @@ class _GroupFinder:
 
     # -- where the model is called --------------------------------------------------------
     def _calls(self, target: cst.Name) -> list[cst.Call]:
-        scope = self.metadata[ScopeProvider].get(target)
-        if scope is None:
-            return []
         calls: list[cst.Call] = []
-        for binding in scope[target.value]:
-            for access in getattr(binding, "references", ()):
-                self._call_of(access.node, calls, handed=True)
+        for use in self._uses(target):  # this binding only: the name may be rebound to another model
+            self._call_of(use, calls, handed=True)
         return in_source_order(self.metadata, calls)  # type: ignore[return-value]
 
     def _call_of(self, node: cst.CSTNode, calls: list[cst.Call], handed: bool) -> None:
@@ -830,20 +824,9 @@ class _GroupFinder:
         return [line_of(self.metadata, use) for use in self._uses(target) if not self._fine_on_device(use)]
 
     def _uses(self, target: cst.CSTNode) -> list[cst.Name]:
-        """The loads of this binding, without those of a nested function's own variable of the
-        same name (``def forward(self, x)`` beside a module-level ``x``)."""
-        if not isinstance(target, cst.Name):
-            return []
-        scopes = self.metadata[ScopeProvider]
-        home = scopes.get(target)
-        uses = []
-        for use in uses_of_binding(self.metadata, target):
-            scope = scopes.get(use)
-            if scope is not home and scope is not None and any(
-                    a.scope is scope for a in scope.assignments[use.value]):
-                continue
-            uses.append(use)
-        return uses
+        """The loads of this binding (``uses_of_binding`` leaves out a nested function's own
+        variable of the same name, ``def forward(self, x)`` beside a module-level ``x``)."""
+        return uses_of_binding(self.metadata, target) if isinstance(target, cst.Name) else []
 
     def _fine_on_device(self, use: cst.Name, depth: int = 0) -> bool:
         """Fed to this model, combined with its output, only its metadata read, sent back to

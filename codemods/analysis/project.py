@@ -400,7 +400,9 @@ class ProjectIndex:
                  if file != summary.path and file in self.files and original in self.files[file].loop_functions}
         for local, module in summary.module_aliases.items():
             loops |= {f"{local}.{f}" for target in self._resolve(module) for f in target.loop_functions}
-        return FileRole(imported=summary.path in self.imported, training_loops=frozenset(loops),
+        # ``hubconf.py`` is imported by ``torch.hub.load`` from outside the project: library code
+        imported = summary.path in self.imported or os.path.basename(summary.path) == "hubconf.py"
+        return FileRole(imported=imported, training_loops=frozenset(loops),
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
                         main_only=frozenset(self._main_only(summary)),

@@ -195,7 +195,8 @@ MODULE_API = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", "nam
                          "load_state_dict", "zero_grad", "modules", "children", "named_modules", "named_children",
                          "apply", "half", "float", "double", "bfloat16", "type", "register_buffer",
                          "register_parameter", "requires_grad_", "share_memory", "buffers", "named_buffers",
-                         "add_module", "extra_repr", "to_empty", "register_forward_hook", "get_submodule"})
+                         "add_module", "extra_repr", "to_empty", "register_forward_hook", "get_submodule",
+                        "register_module", "append", "extend", "insert"})  # container building
 _NOT_RUNNING = ("save", "load", "push", "export", "print")  # ``model.save_pretrained(path)``
 
 

@@ -110,6 +110,8 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
     end = min(later, default=float("inf"))
     uses = []
     for access in binding.references:
+        if access.scope is not scope and any(a.scope is access.scope for a in access.scope.assignments[name.value]):
+            continue  # a nested function's own variable of the same name (Python makes it local throughout)
         # ``x = f(x)`` on the next binding's line still reads this one
         if isinstance(access.node, cst.Name) and (
                 access.scope is not scope or start < line_of(metadata, access.node) <= end):

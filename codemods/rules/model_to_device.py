@@ -45,6 +45,7 @@ from ..analysis.groups import gets_parts_later
 from ..analysis.names import keyword, method_call, positional
 from ..analysis.roles import builds_model, loss_weight_argument, model_variables, places_itself, wrapper_kind
 from ..analysis.scopes import ScopeKind, scope_bindings
+from ..analysis.tensors import uses_of_binding
 from ..analysis.tree import ancestors, to_call, walk
 from .base import Invalid, Rule, Valid
 
@@ -251,7 +252,10 @@ class ModelToDevice(Rule):
         return True
 
     def _changed_later(self, assign, name: str) -> bool:
-        return gets_parts_later(self.metadata, self.facts, self._references(assign, name))
+        target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+        uses = uses_of_binding(self.metadata, target) if isinstance(target, cst.Name) \
+            else self._references(assign, name)  # only this binding: ``net`` may be rebound to another model
+        return gets_parts_later(self.metadata, self.facts, uses)
 
     def _place_part(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
         """``model.fc = nn.Linear(...)`` on a model devmod moves: the new layer moves too."""

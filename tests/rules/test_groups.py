@@ -541,3 +541,52 @@ def test_a_model_fed_by_a_function_computing_with_a_cpu_global_stays_and_is_repo
     """)
     assert "device" not in out
     assert len(reports) == 1 and "computed with `W` (line 4)" in reports[0].message
+
+
+def test_a_name_rebound_to_a_model_filled_later_keeps_the_first_models_group_apart():
+    out, reports = run("""\
+        import torch
+        from torch import nn
+
+        net = nn.Sequential(nn.Linear(20, 8), nn.ReLU())
+        print(net(torch.randn(2, 20)).shape)
+
+        net = nn.Sequential()
+        net.add_module("lin", nn.Linear(20, 2))
+        print(net(torch.randn(3, 20)).shape)
+
+        def body():
+            blk = []
+            blk.append(nn.Linear(4, 4))
+            blk = nn.Sequential(*blk)
+            return blk
+
+        print(body()(torch.ones(1, 4)).shape)
+    """)
+    assert "net = nn.Sequential(nn.Linear(20, 8), nn.ReLU()).to(device)" in out
+    assert "print(net(torch.randn(3, 20)).shape)" in out, "the second net stays, and so does its input"
+    assert "blk = nn.Sequential(*blk)\n" in out and "torch.ones(1, 4))" in out
+    assert [r.line for r in reports] == [9]
+
+
+def test_a_nested_functions_own_variable_is_not_a_use_of_the_global():
+    source = """\
+        import torch
+        import torch.nn as nn
+
+        net = nn.Sequential(nn.Linear(8, 2))
+        X = torch.randn(1, 8)
+        print(net(X))
+
+        def try_gpu():
+            return torch.device("cuda:0") if torch.cuda.is_available() else torch.device("cpu")
+
+        device = try_gpu()
+
+        def train(net, batches, device):
+            for X, y in batches:
+                X = X.to(device)
+                print(net(X), y)
+    """
+    out, reports = run(source)
+    assert not reports

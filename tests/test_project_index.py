@@ -305,3 +305,33 @@ def test_hubconf_is_library_code(tmp_path):
     before = hub.read_text()
     list(process_files([str(hub)], Config(), "write", jobs=1))
     assert hub.read_text() == before
+
+
+def test_a_module_that_brings_its_results_back_to_the_cpu_stays_there_unreported(tmp_path):
+    """``conv1d(x.cuda(), w.cuda()).cpu()`` then computed on with its own buffer: the class lives
+    on the CPU by design, so its users do not move it (and a second run changes nothing)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "feat.py").write_text(textwrap.dedent("""\
+        import torch
+
+
+        class Spec(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("basis", torch.randn(6, 1, 4))
+                self.register_buffer("mel", torch.randn(2, 6))
+
+            def transform(self, x):
+                return torch.conv1d(x.cuda(), self.basis.cuda(), stride=2).cpu()
+
+            def forward(self, y):
+                return torch.matmul(self.mel, self.transform(y))
+        """))
+    run = tmp_path / "run.py"
+    run.write_text("import torch\nfrom feat import Spec\n\nif __name__ == '__main__':\n    spec = Spec()\n"
+                   "    print(spec(torch.rand(1, 1, 16)).shape)\n")
+    paths = [str(tmp_path / "feat.py"), str(run)]
+    reports = list(process_files(paths, Config(), "write", jobs=1))
+    assert "spec = Spec()\n" in run.read_text() and "device" not in run.read_text()
+    assert not [f for r in reports for f in r.findings if not f.fixed]
+    assert not any(r.changed for r in process_files(paths, Config(), "check", jobs=1))

@@ -89,6 +89,7 @@ class Group:
     foreign: list[str] = field(default_factory=list)  # inputs made by a library devmod does not move
     unplaceable_inline: list[int] = field(default_factory=list)  # lines of inline inputs in library code
     parts_later: bool = False  # ``net.add_module(...)`` after it is built: DM202 reports it, nothing moves
+    cpu_by_design: bool = False  # its class computes on the CPU (a ``.cuda() ... .cpu()`` round trip): stays, unreported
 
     def why(self) -> str:
         """Which values hold the group back, for the report."""
@@ -109,7 +110,8 @@ class Group:
 def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpers: frozenset[str],
                  numpy_fixed: bool, placeable: Callable[[cst.CSTNode], bool] = lambda node: True,
                  device_names: frozenset[str] = frozenset(),
-                 loops: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
+                 loops: frozenset[str] = frozenset(),
+                 cpu_resident: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
@@ -135,6 +137,10 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     finder.model_names = {s.targets[0].target.value for s in groups}  # type: ignore[attr-defined]
     for statement in groups:
         groups[statement] = finder.group(statement)
+        built = statement.value
+        while isinstance(built.func, cst.Attribute) and isinstance(built.func.value, cst.Call):
+            built = built.func.value
+        groups[statement].cpu_by_design = dotted(built.func) in cpu_resident
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
         # an input moved where it is used needs a device there too, or the model moves alone
@@ -286,7 +292,7 @@ def _block_together(groups: dict[cst.Assign, Group], links: list[tuple[Group, Gr
     devmod does: its group is never held back."""
     for group in groups.values():
         group.blocked = not group.placed and (bool(group.stuck_batches) or bool(group.foreign)
-                                              or bool(group.unplaceable_inline)
+                                              or bool(group.unplaceable_inline) or group.cpu_by_design
                                               or any(h.blockers or h.unplaceable for h in group.held_out))
     changed = True
     while changed:

@@ -48,6 +48,7 @@ class FileRole:
     main_only: frozenset[str] = frozenset()  # driver functions only this file's main block reaches
     star_names: frozenset[str] = frozenset()  # variables its star imports of project files bring
     training_loops: frozenset[str] = frozenset()  # ``train``, ``d2l.train_ch3``: project loops that feed a model handed in
+    cpu_resident: frozenset[str] = frozenset()  # model classes whose methods bring results back with ``.cpu()``
 
 
 @dataclass
@@ -66,6 +67,7 @@ class _Summary:
     variables: set[str] = field(default_factory=set)  # other module-level names bound at import
     exports: tuple[str, ...] | None = None  # a literal ``__all__``
     loop_functions: set[str] = field(default_factory=set)  # loops feeding a parameter, placing nothing
+    cpu_resident: set[str] = field(default_factory=set)  # classes whose methods compute on after ``.cpu()``
     module_aliases: dict[str, str] = field(default_factory=dict)  # ``import d2l`` -> {"d2l": "d2l"}
     references: dict[str, set[str]] = field(default_factory=dict)  # context -> names loaded there
     has_main: bool = False
@@ -130,6 +132,8 @@ def summarise(path: str, source: str) -> _Summary | None:
             _collect_loads(summary, _TOP, stmt.decorator_list)
         elif isinstance(stmt, ast.ClassDef):
             summary.class_bases[stmt.name] = {_dotted(b) for b in stmt.bases} - {""}
+            if _brings_results_to_the_cpu(stmt):
+                summary.cpu_resident.add(stmt.name)
             _collect_loads(summary, _CLASS, stmt.body)
         elif _is_main_guard(stmt):
             summary.has_main = True
@@ -277,6 +281,22 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, helpe
     return True
 
 
+def _brings_results_to_the_cpu(klass: ast.ClassDef) -> bool:
+    """``out = conv(x.cuda(), w.cuda()).cpu()`` in a method, then computed on with the module's
+    own tensors: the module is meant to live on the CPU (its results come back there), so moving
+    it would mix devices. A ``.cpu()`` read at once (``.numpy()``, ``.item()``, ``.tolist()``)
+    or returned as the method's result for a caller is not that."""
+    parents = {id(child): node for node in ast.walk(klass) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(klass):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cpu" \
+                and not node.args and any(isinstance(n, ast.Attribute) and n.attr in ("cuda", "to")
+                                          for n in ast.walk(node.func.value)):
+            parent = parents.get(id(node))
+            if not (isinstance(parent, ast.Attribute) and parent.attr in ("numpy", "item", "tolist")):
+                return True  # a ``.cuda() ... .cpu()`` round trip inside the module
+    return False
+
+
 def _feeds_a_handed_model(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """``def train(net, data, ...)``: a loop that calls one of its parameters on what it
     iterates, and places nothing itself (no ``.to``, ``.cuda``, ``device``): the batches stay
@@ -396,13 +416,15 @@ class ProjectIndex:
                   if (file, original) in self.model_classes or (file, original) in self.model_factories}
         helpers = {name for name, (file, original) in visible.items()
                    if file in self.files and original in self.files[file].tensor_helpers}
+        cpu_resident = {name for name, (file, original) in visible.items()
+                        if file in self.files and original in self.files[file].cpu_resident}
         loops = {name for name, (file, original) in visible.items()  # the file's own loops are seen there
                  if file != summary.path and file in self.files and original in self.files[file].loop_functions}
         for local, module in summary.module_aliases.items():
             loops |= {f"{local}.{f}" for target in self._resolve(module) for f in target.loop_functions}
         # ``hubconf.py`` is imported by ``torch.hub.load`` from outside the project: library code
         imported = summary.path in self.imported or os.path.basename(summary.path) == "hubconf.py"
-        return FileRole(imported=imported, training_loops=frozenset(loops),
+        return FileRole(imported=imported, training_loops=frozenset(loops), cpu_resident=frozenset(cpu_resident),
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
                         main_only=frozenset(self._main_only(summary)),

@@ -147,6 +147,8 @@ class ModelToDevice(Rule):
         if device is None:
             return updated
         group = self._groups.get(original)
+        if group is not None and group.cpu_by_design:
+            return updated  # the author's own design keeps it on the CPU: nothing to report
         if group is not None and group.blocked:
             self.report(original, f"model `{name}` and its data stay where they are: {group.why()}; "
                                   "move them together by hand")

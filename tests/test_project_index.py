@@ -335,3 +335,18 @@ def test_a_module_that_brings_its_results_back_to_the_cpu_stays_there_unreported
     assert "spec = Spec()\n" in run.read_text() and "device" not in run.read_text()
     assert not [f for r in reports for f in r.findings if not f.fixed]
     assert not any(r.changed for r in process_files(paths, Config(), "check", jobs=1))
+
+
+def test_a_training_loop_re_exported_by_a_package_is_another_files_loop(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "d2l"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .train import *\n")
+    (package / "train.py").write_text("import torch\n\n\ndef train_ch3(net, data, loss):\n    for X, y in data:\n"
+                                      "        loss(net(X), y).backward()\n")
+    script = tmp_path / "nb.py"
+    script.write_text("import torch.nn as nn\nimport d2l\n\nnet = nn.Linear(3, 2)\n"
+                      "d2l.train_ch3(net, [], nn.CrossEntropyLoss())\n")
+    report = next(r for r in process_files([str(script)], Config(), "diff", jobs=1))
+    assert not report.diff
+    assert any("`d2l.train_ch3`" in f.message for f in report.findings)

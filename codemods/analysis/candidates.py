@@ -20,9 +20,9 @@ import ast
 import builtins
 from typing import Iterable, Iterator
 
+from .bases import NN_MODULE_BASES
 from .project import FileRole
 
-NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
 DEVICE_LIKE_NAMES = frozenset({"device", "dev", "DEVICE", "torch_device", "DEV"})
 _BUILTINS = frozenset(dir(builtins))

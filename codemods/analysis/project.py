@@ -27,9 +27,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from .bases import NN_MODULE_BASES
 from .roles import tensor_factories
 
-_NN_MODULE = frozenset({"nn.Module", "torch.nn.Module", "Module", "torch.nn.modules.module.Module"})
+# As written in the source (``ast``, no import resolution): ``Module``, ``nn.Module``, ``torch.nn.Module``.
+_NN_MODULE = NN_MODULE_BASES | {f"{prefix}{name.rsplit('.', 1)[-1]}" for name in NN_MODULE_BASES
+                                for prefix in ("", "nn.")}
 # torch.nn names that build a module one moves (containers included: they hold parameters).
 _NOT_MODULE_BUILDERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "Identity"})
 _MAIN = "<main>"  # the ``if __name__ == "__main__":`` block
@@ -420,8 +423,8 @@ class ProjectIndex:
                         if file in self.files and original in self.files[file].cpu_resident}
         loops = {name for name, (file, original) in visible.items()  # the file's own loops are seen there
                  if file != summary.path and file in self.files and original in self.files[file].loop_functions}
-        for local, module in summary.module_aliases.items():
-            loops |= {f"{local}.{f}" for target in self._resolve(module) for f in target.loop_functions}
+        for local, module in summary.module_aliases.items():  # ``d2l.train_ch3``, also re-exported by a package
+            loops |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.loop_functions}
         # ``hubconf.py`` is imported by ``torch.hub.load`` from outside the project: library code
         imported = summary.path in self.imported or os.path.basename(summary.path) == "hubconf.py"
         return FileRole(imported=imported, training_loops=frozenset(loops), cpu_resident=frozenset(cpu_resident),

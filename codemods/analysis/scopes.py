@@ -14,10 +14,10 @@ from typing import Mapping
 import libcst as cst
 from libcst.metadata import Assignment, ParentNodeProvider
 
+from .bases import NN_MODULE_BASES
 from .tree import walk
 from .names import dotted, keyword, qualified_names
 
-NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 DATASET_BASES = frozenset({
     "torch.utils.data.Dataset", "torch.utils.data.IterableDataset",
     "torch.utils.data.dataset.Dataset", "torch.utils.data.dataset.IterableDataset",

@@ -590,3 +590,21 @@ def test_a_nested_functions_own_variable_is_not_a_use_of_the_global():
     """
     out, reports = run(source)
     assert not reports
+
+
+def test_a_subclass_of_sequential_is_a_model_and_its_input_stays_with_it():
+    out, reports = run("""\
+        import torch
+        from torch import nn
+
+        class Stack(nn.Sequential):
+            def add_module(self, block):
+                self._modules[str(len(self._modules))] = block
+
+        net = Stack()
+        net.add_module(nn.Linear(20, 8))
+        x = torch.randn(2, 20)
+        print(net(x).shape)
+    """)
+    assert "x = torch.randn(2, 20)\n" in out
+    assert len(reports) == 1 and "gets new parts" in reports[0].message

@@ -380,6 +380,9 @@ class FactoryDevice(Rule):
             if isinstance(callee.func, cst.Call) \
                     and builds_model(self.metadata, callee.func, self.facts):
                 return True  # ``Net()(x)``: a model built right there stays on the CPU
+            if any(isinstance(a.value, cst.Call) and builds_model(self.metadata, a.value, self.facts)
+                   for a in callee.args):
+                return True  # ``forward(x, make_head(8, 5))``: handed a model built right there, on the CPU
             if isinstance(callee.func, cst.Name) \
                     and (self._unplaced_object(callee.func) or self._pinned_to_cpu(callee.func)
                          or blocked_callee(self.metadata, self.model_groups(), callee.func)):

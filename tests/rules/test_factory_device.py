@@ -527,3 +527,23 @@ def test_factories_computed_with_a_cpu_tensor_devmod_leaves_stay_beside_it():
     """, all_rules=True)
     assert "b = torch.zeros(3)\n" in out and "X = torch.rand(2, 4)\n" in out
     assert "scale(torch.ones(2, 2), K)" in out
+
+
+def test_an_input_handed_over_beside_a_model_built_right_there_stays():
+    out = fix("""\
+        import torch
+        import torch.nn as nn
+
+        def head(channels, outputs):
+            return nn.Conv2d(channels, outputs, kernel_size=3, padding=1)
+
+        def run(x, block):
+            return block(x)
+
+        if __name__ == "__main__":
+            print(run(torch.zeros((2, 8, 4, 4)), head(8, 5)).shape)
+            net = nn.Linear(2, 2)
+            print(net(torch.ones(1, 2)))
+    """, all_rules=True)
+    assert "torch.zeros((2, 8, 4, 4))," in out
+    assert "net(torch.ones(1, 2, device=device))" in out

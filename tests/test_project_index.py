@@ -350,3 +350,34 @@ def test_a_training_loop_re_exported_by_a_package_is_another_files_loop(tmp_path
     report = next(r for r in process_files([str(script)], Config(), "diff", jobs=1))
     assert not report.diff
     assert any("`d2l.train_ch3`" in f.message for f in report.findings)
+
+
+def test_a_module_holding_a_cpu_resident_part_stays_on_the_cpu_too(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "stft.py").write_text(textwrap.dedent("""\
+        import torch
+
+
+        class STFT(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("basis", torch.randn(6, 1, 4))
+
+            def transform(self, x):
+                return torch.conv1d(x.cuda(), self.basis.cuda(), stride=2).cpu()
+
+
+        class MelSTFT(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stft_fn = STFT()
+                self.register_buffer("mel", torch.randn(2, 6))
+
+            def forward(self, y):
+                return torch.matmul(self.mel, self.stft_fn.transform(y))
+        """))
+    run = tmp_path / "run.py"
+    run.write_text("import torch\nfrom stft import MelSTFT\n\nif __name__ == '__main__':\n    m = MelSTFT()\n"
+                   "    print(m(torch.rand(1, 1, 16)).shape)\n")
+    list(process_files([str(tmp_path / "stft.py"), str(run)], Config(), "write", jobs=1))
+    assert "device" not in run.read_text()

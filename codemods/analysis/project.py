@@ -144,6 +144,7 @@ def summarise(path: str, source: str) -> _Summary | None:
         else:
             _collect_loads(summary, _TOP, [stmt])
     _collect_variables(summary, tree.body)
+    _holders_of_cpu_resident(summary, [s for s in tree.body if isinstance(s, ast.ClassDef)])
     functions = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     grown = True
     while grown:  # ``make_batch()`` that returns ``pad(rows)``, a helper of the file that builds host data
@@ -282,6 +283,22 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, helpe
         if _from_inputs(ret.value, _parameters(function)):
             return False  # ``torch.split(x, n)``, ``torch.log(x.clamp(...))``: on its input's device
     return True
+
+
+def _holders_of_cpu_resident(summary: _Summary, classes: list[ast.ClassDef]) -> None:
+    """A class that holds a CPU-resident one as a part (``self.stft_fn = STFT()``) and computes
+    with its results lives on the CPU too (classes of the same file)."""
+    grown = True
+    while grown:
+        grown = False
+        for klass in classes:
+            if klass.name not in summary.cpu_resident and any(
+                    isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                    and _dotted(n.value.func) in summary.cpu_resident
+                    and any(isinstance(t, ast.Attribute) and _dotted(t.value) == "self" for t in n.targets)
+                    for n in ast.walk(klass)):
+                summary.cpu_resident.add(klass.name)
+                grown = True
 
 
 def _brings_results_to_the_cpu(klass: ast.ClassDef) -> bool:

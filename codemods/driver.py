@@ -161,7 +161,7 @@ def _work(path: str, config: Config, mode: Mode, settings: str | None, location:
     if path.endswith(".ipynb"):  # the code cells are rewritten as one program (not cached)
         from .notebooks import process_notebook
 
-        return process_notebook(location, config, mode), None
+        return process_notebook(location, config, mode, role), None
     try:
         data, stat = _read_with_stat(location)
     except OSError as exc:

@@ -36,6 +36,7 @@ from .engine import SourceError, transform_source
 from .rules.base import Finding
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .analysis.project import FileRole
     from .driver import FileReport
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -244,7 +245,8 @@ def _restore_ending(original: str, new: str) -> str:
 
 
 # -- the transform ----------------------------------------------------------------------------
-def transform_notebook(text: str, path: str = "<notebook>", config: Config | None = None) -> NotebookResult:
+def transform_notebook(text: str, path: str = "<notebook>", config: Config | None = None,
+                       role: "FileRole | None" = None) -> NotebookResult:
     """Rewrite the code cells of notebook ``text``; raises NotebookError (with the cell) when a cell
     cannot be parsed or the result cannot be written back safely."""
     notebook = read_notebook(text)
@@ -255,7 +257,7 @@ def transform_notebook(text: str, path: str = "<notebook>", config: Config | Non
         return NotebookResult(text, text, skipped="does not use torch")
     program = build_program(cells)
     try:
-        result = transform_source(program.text, path, config)
+        result = transform_source(program.text, path, config, role=role)  # the project's view of it
     except SourceError as exc:
         cell, line = program_location(program.text, program.marker, exc.line)
         raise NotebookError(exc.message, cell, line, exc.column) from exc
@@ -431,7 +433,7 @@ def _for_display(before: str, after: str) -> tuple[str, str]:
 
 
 # -- `devmod apply` on one notebook -------------------------------------------------------------
-def process_notebook(path: str, config: Config, mode: str) -> FileReport:
+def process_notebook(path: str, config: Config, mode: str, role: "FileRole | None" = None) -> FileReport:
     """The driver's process_file for a .ipynb: diff hunks are labelled by cell (``a/nb.ipynb:cell-3``)."""
     from .driver import FileReport
     from .source_file import write_atomic
@@ -449,7 +451,7 @@ def process_notebook(path: str, config: Config, mode: str) -> FileReport:
         return report
     try:
         text = data.decode("utf-8")  # nbformat: notebooks are UTF-8 JSON
-        result = transform_notebook(text, path, config)
+        result = transform_notebook(text, path, config, role)
     except UnicodeDecodeError as exc:
         report.error = f"0:0: cannot decode: a notebook must be UTF-8 ({exc.reason} at byte {exc.start})"
         return report

@@ -381,3 +381,26 @@ def test_a_module_holding_a_cpu_resident_part_stays_on_the_cpu_too(tmp_path):
                    "    print(m(torch.rand(1, 1, 16)).shape)\n")
     list(process_files([str(tmp_path / "stft.py"), str(run)], Config(), "write", jobs=1))
     assert "device" not in run.read_text()
+
+
+def test_a_notebook_sees_its_projects_training_loops(tmp_path):
+    """A notebook is read into the project index too: handing its model to the project's
+    ``d2l.train_ch3`` keeps the model where the loop's batches are."""
+    import nbformat
+
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "d2l"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .train import *\n")
+    (package / "train.py").write_text("import torch\n\n\ndef train_ch3(net, data, loss):\n    for X, y in data:\n"
+                                      "        loss(net(X), y).backward()\n")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("import torch.nn as nn\nimport d2l"),
+                      nbformat.v4.new_code_cell("net = nn.Linear(3, 2)\nd2l.train_ch3(net, [], nn.CrossEntropyLoss())")]
+    path = tmp_path / "nb" / "softmax.ipynb"
+    path.parent.mkdir()
+    nbformat.write(notebook, str(path))
+    before = path.read_text()
+    reports = list(process_files([str(path)], Config(), "write", jobs=1))
+    assert path.read_text() == before
+    assert any("`d2l.train_ch3`" in f.message for r in reports for f in r.findings)

@@ -92,7 +92,14 @@ def read_summary(path: str) -> _Summary | None:
     except OSError:
         return None
     if b"torch" in data or b"import" in data:
-        return summarise(path, data.decode("utf-8", "replace"))
+        text = data.decode("utf-8", "replace")
+        if path.endswith(".ipynb"):  # its code cells, so that it sees its project's loops, models and helpers
+            from ..notebooks import notebook_script  # late: the notebooks module needs the engine
+            try:
+                text = notebook_script(text).text
+            except Exception:  # noqa: BLE001 - not a notebook devmod can read: the engine reports that
+                return None
+        return summarise(path, text)
     return None
 
 

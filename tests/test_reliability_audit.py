@@ -130,8 +130,8 @@ def test_a_notebook_saved_while_devmod_works_is_a_conflict_not_overwritten(tmp_p
     path.write_text(json.dumps(document, indent=1))
     original = notebooks.transform_notebook
 
-    def autosave_meanwhile(text, file_path="<notebook>", config=None):
-        result = original(text, file_path, config)
+    def autosave_meanwhile(text, file_path="<notebook>", config=None, role=None):
+        result = original(text, file_path, config, role)
         path.write_text(json.dumps(dict(document, metadata={"autosaved": True}), indent=1))
         return result
 

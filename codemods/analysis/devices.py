@@ -245,14 +245,14 @@ def shared_device_name(definitions: list[DeviceDefinition], default: str) -> str
     A variable that is always the CPU (``cpu = torch.device("cpu")``) is intent, not the
     shared device.
     """
-    usable = [d for d in definitions if not _always_cpu(d.assign.value)]
+    usable = [d for d in definitions if not always_cpu(d.assign.value)]
     for definition in usable:
         if definition.name == default:
             return default
     return usable[0].name if usable else default
 
 
-def _always_cpu(value: cst.BaseExpression) -> bool:
+def always_cpu(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Call) and len(value.args) == 1:
         value = value.args[0].value
     return isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu"

@@ -39,7 +39,7 @@ import libcst as cst
 from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, keywords, method_name
-from ..analysis.devices import DEVICE_LIKE_NAMES, is_torch_device_call
+from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, is_torch_device_call
 from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, scope_bindings
@@ -403,9 +403,9 @@ class FactoryDevice(Rule):
             if isinstance(node, cst.Call):
                 method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
                 device = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"]
-                if method == "to" and node.args and _cpu_string(node.args[0].value):
+                if method == "to" and node.args and always_cpu(node.args[0].value):
                     device = [node.args[0].value]
-                if method == "cpu" or (device and _cpu_string(device[0])):
+                if method == "cpu" or (device and always_cpu(device[0])):
                     pinned = True
         return pinned and not any(_moves_itself_somewhere(self.metadata, use, name.value)
                                   for use in uses_of(self.metadata, name))
@@ -840,11 +840,6 @@ def _next_assign_of(metadata, uses: list[cst.Name], variable: str) -> cst.Assign
     return found
 
 
-def _cpu_string(expr: cst.BaseExpression) -> bool:
-    """``"cpu"`` or ``torch.device("cpu")``."""
-    if isinstance(expr, cst.Call) and dotted(expr.func) in ("torch.device", "device") and expr.args:
-        expr = expr.args[0].value
-    return isinstance(expr, cst.SimpleString) and expr.evaluated_value == "cpu"
 
 
 def _moved_by_method(call: cst.Call) -> bool:

@@ -253,6 +253,7 @@ def shared_device_name(definitions: list[DeviceDefinition], default: str) -> str
 
 
 def always_cpu(value: cst.BaseExpression) -> bool:
+    """``"cpu"``, or a one-argument call of it (``torch.device("cpu")``)."""
     if isinstance(value, cst.Call) and len(value.args) == 1:
         value = value.args[0].value
     return isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu"

@@ -295,7 +295,7 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, helpe
 def _holders_of_cpu_resident(summary: _Summary, classes: list[ast.ClassDef]) -> None:
     """A class that holds a CPU-resident one as a part (``self.stft_fn = STFT()``) and computes
     with its results lives on the CPU too (classes of the same file)."""
-    grown = True
+    grown = bool(summary.cpu_resident)  # nothing to hold in almost every file
     while grown:
         grown = False
         for klass in classes:
@@ -312,16 +312,17 @@ def _brings_results_to_the_cpu(klass: ast.ClassDef) -> bool:
     """``out = conv(x.cuda(), w.cuda()).cpu()`` in a method, then computed on with the module's
     own tensors: the module is meant to live on the CPU (its results come back there), so moving
     it would mix devices. A ``.cpu()`` read at once (``.numpy()``, ``.item()``, ``.tolist()``)
-    or returned as the method's result for a caller is not that."""
-    parents = {id(child): node for node in ast.walk(klass) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(klass):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cpu" \
-                and not node.args and any(isinstance(n, ast.Attribute) and n.attr in ("cuda", "to")
-                                          for n in ast.walk(node.func.value)):
-            parent = parents.get(id(node))
-            if not (isinstance(parent, ast.Attribute) and parent.attr in ("numpy", "item", "tolist")):
-                return True  # a ``.cuda() ... .cpu()`` round trip inside the module
-    return False
+    is not that."""
+    read_at_once: set[int] = set()
+    round_trips: list[ast.Call] = []
+    for node in ast.walk(klass):  # one walk, no parent map: most classes have no ``.cpu()`` at all
+        if isinstance(node, ast.Attribute) and node.attr in ("numpy", "item", "tolist"):
+            read_at_once.add(id(node.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cpu" \
+                and not node.args:
+            round_trips.append(node)
+    return any(id(call) not in read_at_once and any(isinstance(n, ast.Attribute) and n.attr in ("cuda", "to")
+                                                    for n in ast.walk(call.func.value)) for call in round_trips)
 
 
 def _feeds_a_handed_model(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -31,7 +31,7 @@ from .loops import batch_plan, find_loader, packs_sequences
 from .names import dotted, qualified_names
 from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_callee, is_model_callee, \
     model_variables, wrapper_kind
-from .scopes import ClassFacts, scope_bindings
+from .scopes import ClassFacts, only_assigned_value, only_binding, scope_bindings
 from .tensors import is_number, torch_data_function, uses_of_binding
 from .tree import ancestors, in_source_order, line_of, walk
 
@@ -587,8 +587,7 @@ class _GroupFinder:
         node = _data_root(value)
         if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
             return None
-        bindings = scope_bindings(self.metadata[ScopeProvider].get(node.func), node.func.value)
-        function = bindings[0].node if len(bindings) == 1 else None
+        function = only_binding(self.metadata, node.func)
         if not isinstance(function, cst.FunctionDef):
             return None
         scopes = self.metadata[ScopeProvider]
@@ -613,11 +612,9 @@ class _GroupFinder:
         names = qualified_names(self.metadata, node.func)
         if isinstance(node.func, cst.Name) and not names & _library_names(names):
             # ``to_tensor = transforms.ToTensor()``, ``tok = AutoTokenizer.from_pretrained(...)``
-            bindings = scope_bindings(self.metadata[ScopeProvider].get(node.func), node.func.value)
-            if len(bindings) == 1 and isinstance(bindings[0].node, cst.Name):
-                statement = self.parents.get(self.parents.get(bindings[0].node))
-                if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
-                    names = qualified_names(self.metadata, statement.value.func)
+            made_by = only_assigned_value(self.metadata, node.func)
+            if isinstance(made_by, cst.Call):
+                names = qualified_names(self.metadata, made_by.func)
         found = sorted(_library_names(names))
         return next((lib for lib in _CPU_DATA_LIBRARIES if found and found[0].startswith(lib)), None)
 

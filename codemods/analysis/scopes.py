@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import Assignment, ParentNodeProvider
+from libcst.metadata import Assignment, ParentNodeProvider, ScopeProvider
 
 from .bases import NN_MODULE_BASES
 from .tree import walk
@@ -143,3 +143,22 @@ def scope_bindings(scope: object | None, name: str) -> list[Assignment]:
     if scope is None:
         return []
     return [b for b in scope[name] if isinstance(b, Assignment)]  # type: ignore[index]
+
+
+def only_binding(metadata: Mapping, name: cst.Name) -> cst.CSTNode | None:
+    """The node that binds ``name`` when it has exactly one binding (a def, an import target,
+    an assignment target); None when it has none, several, or only a builtin."""
+    bindings = scope_bindings(metadata[ScopeProvider].get(name), name.value)
+    return bindings[0].node if len(bindings) == 1 else None
+
+
+def only_assigned_value(metadata: Mapping, name: cst.Name) -> cst.BaseExpression | None:
+    """``value`` when ``name``'s only binding is a plain ``name = value``."""
+    target = only_binding(metadata, name)
+    if not isinstance(target, cst.Name):
+        return None
+    parents = metadata[ParentNodeProvider]
+    statement = parents.get(parents.get(target))
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        return statement.value
+    return None

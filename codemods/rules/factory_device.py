@@ -42,7 +42,7 @@ from ..analysis.candidates import FileFacts, keywords, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, is_torch_device_call
 from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
-from ..analysis.scopes import ScopeKind, scope_bindings
+from ..analysis.scopes import ScopeKind, only_assigned_value, only_binding, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribution
 from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
@@ -284,13 +284,9 @@ class FactoryDevice(Rule):
                 return True
             call = parents.get(parent) if isinstance(parent, cst.Arg) else None
             if isinstance(call, cst.Call) and (torch_data_function(self.metadata, call) or isinstance(
-                    call.func, cst.Name) and isinstance(self._file_function(call.func), cst.FunctionDef)):
+                    call.func, cst.Name) and isinstance(only_binding(self.metadata, call.func), cst.FunctionDef)):
                 return True  # ``torch.matmul(X, K)``, ``corr2d(X, K)``
         return False
-
-    def _file_function(self, name: cst.Name) -> cst.CSTNode | None:
-        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
-        return bindings[0].node if len(bindings) == 1 else None
 
     def _host_root(self, expr: cst.BaseExpression, depth: int = 0) -> cst.Call | None:
         """The legacy constructor / ``from_numpy`` call an operand comes from: ``torch.FloatTensor(pair)``,
@@ -308,12 +304,9 @@ class FactoryDevice(Rule):
         if isinstance(root, cst.Call):
             return root if self._host_tensor_maker(root) else None
         if isinstance(root, cst.Name) and depth < 2:
-            bindings = scope_bindings(self.metadata[ScopeProvider].get(root), root.value)
-            parents = self.metadata[ParentNodeProvider]
-            if len(bindings) == 1 and isinstance(bindings[0].node, cst.Name):
-                statement = parents.get(parents.get(bindings[0].node))
-                if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
-                    return self._host_root(statement.value, depth + 1)
+            value = only_assigned_value(self.metadata, root)
+            if value is not None:
+                return self._host_root(value, depth + 1)
         return None
 
     def _move_host_tensor(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

@@ -22,6 +22,7 @@ from typing import Iterable, Iterator
 
 from .bases import NN_MODULE_BASES
 from .project import FileRole
+from .ast_walk import ast_children, ast_nodes
 
 CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
 DEVICE_LIKE_NAMES = frozenset({"device", "dev", "DEVICE", "torch_device", "DEV"})
@@ -76,7 +77,7 @@ class FileFacts:
         while stack:
             node = stack.pop()
             self._by_type.setdefault(type(node), []).append(node)
-            for child in ast.iter_child_nodes(node):
+            for child in ast_children(node):  # no ``ctx`` nodes: no check looks at them
                 self.parent[child] = node
                 stack.append(child)
         # first part of the bound name -> per import alias, its (bound prefix, real name) options
@@ -228,7 +229,7 @@ class FileFacts:
 
     def _in_main_block(self, node: ast.AST) -> bool:
         return any(isinstance(p, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__"
-                                                 for n in ast.walk(p.test))
+                                                 for n in ast_nodes(p.test))
                    for p in self.ancestors(node))
 
     def _local_device(self, function: ast.AST) -> bool:
@@ -248,7 +249,7 @@ class FileFacts:
                for a in params.values()):
             return True
         return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params
-                   and n.attr in _TENSOR_ATTRIBUTES for s in function.body for n in ast.walk(s))  # type: ignore[attr-defined]
+                   and n.attr in _TENSOR_ATTRIBUTES for s in function.body for n in ast_nodes(s))  # type: ignore[attr-defined]
 
     def shared_names(self) -> set[str]:
         """Every name the shared device variable may have (``shared_device_name``)."""
@@ -280,7 +281,7 @@ class FileFacts:
     def _may_define_device(self, name: str, value: ast.expr) -> bool:
         if isinstance(value, ast.IfExp) or (isinstance(value, ast.Constant) and value.value in CUDA_STRINGS):
             return True
-        for node in ast.walk(value):
+        for node in ast_nodes(value):
             if isinstance(node, ast.Call) and any(q == "torch.device" or q.startswith("torch.accelerator.")
                                                   for q in self.qnames(node.func)):
                 return True
@@ -369,7 +370,7 @@ def _own_scope(body: list[ast.AST]) -> Iterator[ast.AST]:
         if isinstance(node, (*_FUNCTIONS, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
                              ast.GeneratorExp)):
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(ast_children(node))
 
 
 def _target_names(target: ast.AST) -> set[str]:

@@ -29,6 +29,7 @@ from typing import Callable, Iterable
 
 from .bases import NN_MODULE_BASES
 from .roles import tensor_factories
+from .ast_walk import ast_nodes
 
 # As written in the source (``ast``, no import resolution): ``Module``, ``nn.Module``, ``torch.nn.Module``.
 _NN_MODULE = NN_MODULE_BASES | {f"{prefix}{name.rsplit('.', 1)[-1]}" for name in NN_MODULE_BASES
@@ -114,7 +115,7 @@ def summarise(path: str, source: str) -> _Summary | None:
     package = summary.names[-1].rsplit(".", 1)[0] if "." in summary.names[-1] else ""
     if os.path.basename(path) == "__init__.py":
         package = summary.names[-1]
-    for node in ast.walk(tree):
+    for node in ast_nodes(tree):
         if isinstance(node, ast.Import):
             summary.imports |= {a.name for a in node.names}
             for a in node.names:
@@ -130,26 +131,32 @@ def summarise(path: str, source: str) -> _Summary | None:
                     summary.imports.add(f"{base}.{alias.name}")
                     summary.from_names[alias.asname or alias.name] = (base, alias.name)
                     summary.module_aliases.setdefault(alias.asname or alias.name, f"{base}.{alias.name}")
+    walked: dict[ast.AST, list[ast.AST]] = {}
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             summary.functions.add(stmt.name)
-            summary.returns[stmt.name] = _returned_callees(stmt)
-            if _returns_host_tensor(stmt):
+            nodes = walked[stmt] = ast_nodes(stmt)  # one walk of each function serves every question below
+            summary.returns[stmt.name] = _returned_callees(nodes)
+            if _returns_host_tensor(stmt, nodes):
                 summary.tensor_helpers.add(stmt.name)
-            if _feeds_a_handed_model(stmt):
+            if _feeds_a_handed_model(stmt, nodes):
                 summary.loop_functions.add(stmt.name)
-            _collect_loads(summary, stmt.name, [*stmt.body, *stmt.args.defaults, *stmt.args.kw_defaults])
-            _collect_loads(summary, _TOP, stmt.decorator_list)
+            args = stmt.args
+            signature = [*stmt.decorator_list, stmt.returns, args.vararg, args.kwarg,
+                         *(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))]
+            _collect_loads(summary, stmt.name, _outside(nodes, signature))  # body and defaults
+            _collect_loads(summary, _TOP, _walk_all(stmt.decorator_list))
         elif isinstance(stmt, ast.ClassDef):
             summary.class_bases[stmt.name] = {_dotted(b) for b in stmt.bases} - {""}
-            if _brings_results_to_the_cpu(stmt):
+            nodes = ast_nodes(stmt)
+            if _brings_results_to_the_cpu(nodes):
                 summary.cpu_resident.add(stmt.name)
-            _collect_loads(summary, _CLASS, stmt.body)
+            _collect_loads(summary, _CLASS, _outside(nodes, [*stmt.bases, *stmt.keywords, *stmt.decorator_list]))
         elif _is_main_guard(stmt):
             summary.has_main = True
-            _collect_loads(summary, _MAIN, stmt.body)
+            _collect_loads(summary, _MAIN, _walk_all(stmt.body))
         else:
-            _collect_loads(summary, _TOP, [stmt])
+            _collect_loads(summary, _TOP, ast_nodes(stmt))
     _collect_variables(summary, tree.body)
     _holders_of_cpu_resident(summary, [s for s in tree.body if isinstance(s, ast.ClassDef)])
     functions = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -157,7 +164,8 @@ def summarise(path: str, source: str) -> _Summary | None:
     while grown:  # ``make_batch()`` that returns ``pad(rows)``, a helper of the file that builds host data
         grown = False
         for stmt in functions:
-            if stmt.name not in summary.tensor_helpers and _returns_host_tensor(stmt, summary.tensor_helpers):
+            if stmt.name not in summary.tensor_helpers \
+                    and _returns_host_tensor(stmt, walked[stmt], summary.tensor_helpers):
                 summary.tensor_helpers.add(stmt.name)
                 grown = True
     return summary
@@ -185,7 +193,7 @@ def _collect_variables(summary: _Summary, body: list[ast.stmt]) -> None:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             summary.variables |= {(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"}
         for target in targets:
-            summary.variables |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+            summary.variables |= {n.id for n in ast_nodes(target) if isinstance(n, ast.Name)}
         for field_name in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field_name, None)
             if isinstance(inner, list):
@@ -219,25 +227,34 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
         isinstance(v, ast.Constant) and v.value == "__main__" for v in values)
 
 
-def _collect_loads(summary: _Summary, context: str, nodes: Iterable[ast.AST | None]) -> None:
+def _walk_all(roots: Iterable[ast.AST | None]) -> list[ast.AST]:
+    return [node for root in roots if root is not None for node in ast_nodes(root)]
+
+
+def _outside(nodes: list[ast.AST], parts: Iterable[ast.AST | None]) -> list[ast.AST]:
+    """``nodes`` without those under ``parts`` (a function's signature, a class's bases)."""
+    skip = {id(node) for node in _walk_all(parts)}
+    return [node for node in nodes if id(node) not in skip] if skip else nodes
+
+
+def _collect_loads(summary: _Summary, context: str, nodes: Iterable[ast.AST]) -> None:
+    """The names and dotted names that ``nodes`` (already walked) read."""
     found = summary.references.setdefault(context, set())
-    for root in nodes:
-        if root is None:
-            continue
-        for node in ast.walk(root):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                found.add(node.id)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                dotted = _dotted(node)
-                if dotted:
-                    found.add(dotted)
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            dotted = _dotted(node)
+            if dotted:
+                found.add(dotted)
 
 
-def _returned_callees(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """Names of what a function returns a call of: ``return Net(4)``, or ``m = Net(); return m``."""
+def _returned_callees(nodes: list[ast.AST]) -> set[str]:
+    """Names of what a function (its walked ``nodes``) returns a call of: ``return Net(4)``,
+    or ``m = Net(); return m``."""
     assigned: dict[str, set[str]] = {}
     returned: set[str] = set()
-    for node in ast.walk(function):
+    for node in nodes:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             callee = _callee(node.value)
             for target in node.targets:
@@ -255,13 +272,14 @@ def _returned_callees(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[s
 _NOT_TENSORS = ("torch.nn.", "torch.device", "torch.load", "torch.Generator", "torch.optim.", "torch.utils.")
 
 
-def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, helpers: Iterable[str] = ()) -> bool:
+def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
+                         helpers: Iterable[str] = ()) -> bool:
     """Every ``return`` gives a torch call chain (``torch.from_numpy(a).float()``) or a call of
     one of ``helpers``, and the function places nothing itself (no ``.to``, ``.cuda``, ``device=``)."""
-    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+    returns = [n for n in nodes if isinstance(n, ast.Return)]
     if not returns:
         return False
-    for node in ast.walk(function):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and node.attr in ("to", "cuda"):
             return False
         if isinstance(node, ast.keyword) and node.arg == "device":
@@ -269,7 +287,7 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, helpe
     for ret in returns:
         value = ret.value
         if isinstance(value, ast.Name):
-            value = _last_assignment(function, ret)
+            value = _last_assignment(function, nodes, ret)
             root = value
             while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) \
                     and isinstance(root.func.value, ast.Call):
@@ -303,42 +321,42 @@ def _holders_of_cpu_resident(summary: _Summary, classes: list[ast.ClassDef]) -> 
                     isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
                     and _dotted(n.value.func) in summary.cpu_resident
                     and any(isinstance(t, ast.Attribute) and _dotted(t.value) == "self" for t in n.targets)
-                    for n in ast.walk(klass)):
+                    for n in ast_nodes(klass)):
                 summary.cpu_resident.add(klass.name)
                 grown = True
 
 
-def _brings_results_to_the_cpu(klass: ast.ClassDef) -> bool:
+def _brings_results_to_the_cpu(nodes: list[ast.AST]) -> bool:
     """``out = conv(x.cuda(), w.cuda()).cpu()`` in a method, then computed on with the module's
     own tensors: the module is meant to live on the CPU (its results come back there), so moving
     it would mix devices. A ``.cpu()`` read at once (``.numpy()``, ``.item()``, ``.tolist()``)
     is not that."""
     read_at_once: set[int] = set()
     round_trips: list[ast.Call] = []
-    for node in ast.walk(klass):  # one walk, no parent map: most classes have no ``.cpu()`` at all
+    for node in nodes:  # the class's walk, no parent map: most classes have no ``.cpu()`` at all
         if isinstance(node, ast.Attribute) and node.attr in ("numpy", "item", "tolist"):
             read_at_once.add(id(node.value))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cpu" \
                 and not node.args:
             round_trips.append(node)
     return any(id(call) not in read_at_once and any(isinstance(n, ast.Attribute) and n.attr in ("cuda", "to")
-                                                    for n in ast.walk(call.func.value)) for call in round_trips)
+                                                    for n in ast_nodes(call.func.value)) for call in round_trips)
 
 
-def _feeds_a_handed_model(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _feeds_a_handed_model(function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> bool:
     """``def train(net, data, ...)``: a loop that calls one of its parameters on what it
     iterates, and places nothing itself (no ``.to``, ``.cuda``, ``device``): the batches stay
     where the data is, so a model handed in must stay there too."""
     params = _parameters(function)
-    for node in ast.walk(function):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and node.attr in ("to", "cuda"):
             return False
         if isinstance(node, ast.Name) and "device" in node.id or isinstance(node, ast.arg) and "device" in node.arg:
             return False
-    for loop in ast.walk(function):
+    for loop in nodes:
         if isinstance(loop, (ast.For, ast.AsyncFor)) and any(
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
-                for stmt in loop.body for n in ast.walk(stmt)):
+                for stmt in loop.body for n in ast_nodes(stmt)):
             return True
     return False
 
@@ -377,12 +395,12 @@ _HOST_DATA = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor", "
                                                             "Char", "Byte", "Bool"))})
 
 
-def _last_assignment(function: ast.AST, ret: ast.Return) -> ast.AST | None:
+def _last_assignment(function: ast.AST, nodes: list[ast.AST], ret: ast.Return) -> ast.AST | None:
     """``x = np.stack(...); x = torch.from_numpy(x).float(); return x``: the value the returned
     name holds, when plain assignments at the function's top level are all that bind it."""
     name = ret.value.id  # type: ignore[union-attr]
     body = getattr(function, "body", [])
-    binders = [n for n in ast.walk(function) if isinstance(getattr(n, "ctx", None), ast.Store)
+    binders = [n for n in nodes if isinstance(getattr(n, "ctx", None), ast.Store)
                and isinstance(n, ast.Name) and n.id == name]
     top = [stmt for stmt in body if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
            and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name]

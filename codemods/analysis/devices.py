@@ -462,9 +462,9 @@ class DeviceLookup:
     def _model_device(self, place: Place) -> cst.BaseExpression | None:
         function = place.function
         assert function is not None and place.klass is not None
-        if function.name.value == "__init__":
-            return None
-        tensor_param = self._tensor_parameter(function)
+        if function.name.value in _construction_methods(place.klass):
+            return None  # runs while the parameters are still on the CPU: ``model.to()`` places later
+        tensor_param = self._tensor_parameter(function) or _used_as_tensor(function)
         if tensor_param:
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
         receiver = _instance_parameter(function)
@@ -492,6 +492,57 @@ class DeviceLookup:
             if first.default is None and first.annotation is None and first.name.value not in _NON_TENSOR_PARAMS:
                 return first.name.value
         return None
+
+
+# Read only on a torch tensor (a NumPy array has none of them, or ``size`` as a number).
+_TORCH_ONLY_ATTRIBUTES = frozenset({"device", "is_cuda", "dim", "unsqueeze", "new_zeros", "new_ones", "new_full",
+                                    "new_empty", "new_tensor", "masked_fill", "masked_fill_", "scatter", "scatter_",
+                                    "index_select"})
+
+
+def _used_as_tensor(function: cst.FunctionDef) -> str | None:
+    """A method's parameter that its body reads as a torch tensor (``c.unsqueeze(1)``,
+    ``c.size(0)``): it arrives on the device the caller computes on, which a DataParallel
+    replica's ``parameters()`` (empty there) cannot tell."""
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params)} - {"self", "cls"}
+    for node in walk(function.body):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in params:
+            if node.attr.value in _TORCH_ONLY_ATTRIBUTES:
+                return node.value.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value in params:
+            return node.func.value.value
+    return None
+
+
+def _construction_methods(klass: cst.ClassDef) -> set[str]:
+    """``__init__`` and the methods it calls on its instance (``self.priors = self.make_priors()``),
+    transitively: construction-time code, where a tensor belongs in a buffer, not on a device."""
+    methods = {s.name.value: s for s in klass.body.body if isinstance(s, cst.FunctionDef)}
+    found, todo = set(), ["__init__"]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        method = methods.get(name)
+        receiver = _instance_parameter(method) if method is not None else None
+        if receiver is None:
+            continue
+        for node in walk(method.body):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and isinstance(node.func.value, cst.Name) and node.func.value.value == receiver \
+                    and node.func.attr.value in methods:
+                todo.append(node.func.attr.value)
+    return found
+
+
+def guessed_from_parameters(device: cst.BaseExpression) -> bool:
+    """``next(self.parameters()).device``: right for a plain model, but a DataParallel replica
+    has no parameters of its own (StopIteration), so it never replaces a device that works."""
+    return isinstance(device, cst.Attribute) and isinstance(device.value, cst.Call) \
+        and isinstance(device.value.func, cst.Name) and device.value.func.value == "next"
 
 
 def _instance_parameter(function: cst.FunctionDef) -> str | None:

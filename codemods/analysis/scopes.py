@@ -154,7 +154,11 @@ def only_binding(metadata: Mapping, name: cst.Name) -> cst.CSTNode | None:
 
 def only_assigned_value(metadata: Mapping, name: cst.Name) -> cst.BaseExpression | None:
     """``value`` when ``name``'s only binding is a plain ``name = value``."""
-    target = only_binding(metadata, name)
+    return assigned_value(metadata, only_binding(metadata, name))
+
+
+def assigned_value(metadata: Mapping, target: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """``value`` when ``target`` is the one target of a plain ``target = value``."""
     if not isinstance(target, cst.Name):
         return None
     parents = metadata[ParentNodeProvider]

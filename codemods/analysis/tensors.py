@@ -14,7 +14,7 @@ from libcst.metadata import Assignment, ComprehensionScope, GlobalScope, ParentN
 from .loops import find_loader
 from .names import dotted, keyword, positional, qualified_names
 from .roles import factory_name
-from .scopes import scope_bindings
+from .scopes import assigned_value, scope_bindings
 from .tree import ancestors, in_source_order, line_of, walk
 
 _CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler")
@@ -189,6 +189,8 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
         parent = parents.get(current)
         if isinstance(parent, cst.UnaryOperation):
             current = parent
+        elif isinstance(parent, cst.Subscript) and parent.value is current:
+            current = chain_top(metadata, parent)  # ``posemb[0].reshape(...)``: a part, on the same device
         elif isinstance(parent, cst.BinaryOperation):
             other = parent.right if parent.left is current else parent.left
             if not (is_number(other) or _cpu_rooted(metadata, other, depth)):
@@ -320,6 +322,46 @@ def _used_as_index(metadata: Mapping, node: cst.CSTNode) -> bool:
             return False
         child = parent
     return False
+
+
+_CTC_LENGTHS = ("input_lengths", "target_lengths")
+
+
+def is_ctc_length(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """Is ``node`` (or the variable it is bound to) a length argument of a CTC loss? Those
+    stay where they are: ``nn.CTCLoss`` copies CPU lengths itself, and warp-ctc's
+    ``CTCLoss`` needs them on the CPU."""
+    parents = metadata[ParentNodeProvider]
+    name = assigned_name(metadata, node) if isinstance(node, cst.Call) else None
+    for use in [node] if name is None else uses_of_binding(metadata, name):
+        arg = parents.get(chain_top(metadata, use))
+        call = parents.get(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call) or not _is_ctc_loss(metadata, call.func):
+            continue
+        if (arg.keyword is not None and arg.keyword.value in _CTC_LENGTHS) \
+                or (arg.keyword is None and call.args.index(arg) >= 2):
+            return True
+    return False
+
+
+def _is_ctc_loss(metadata: Mapping, func: cst.BaseExpression, bound: bool = False) -> bool:
+    """``F.ctc_loss``, ``nn.CTCLoss()``, or ``criterion`` bound only to ``CTCLoss(...)`` calls."""
+    if isinstance(func, cst.Name) and not bound:
+        values = [_unmoved(assigned_value(metadata, b.node))
+                  for b in scope_bindings(metadata[ScopeProvider].get(func), func.value)]
+        if values and all(isinstance(v, cst.Call) and _is_ctc_loss(metadata, v.func, True) for v in values):
+            return True
+    made_by = func.func if isinstance(func, cst.Call) else func  # ``nn.CTCLoss()(...)``
+    names = qualified_names(metadata, made_by) | {dotted(made_by) or ""}
+    return any(n.endswith(("ctc_loss", "CTCLoss")) for n in names)
+
+
+def _unmoved(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """``nn.CTCLoss().to(device)`` -> ``nn.CTCLoss()``."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value in ("to", "cuda") and isinstance(value.func.value, cst.Call):
+        value = value.func.value
+    return value
 
 
 def in_signature(metadata: Mapping, node: cst.CSTNode) -> bool:

@@ -39,7 +39,7 @@ import libcst as cst
 from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, keywords, method_name
-from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, is_torch_device_call
+from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, is_torch_device_call
 from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.scopes import ScopeKind, only_assigned_value, only_binding, scope_bindings
@@ -47,7 +47,7 @@ from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribu
 from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
-from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_dtype, \
+from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, is_dtype, \
     moved_in_chain, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
@@ -114,7 +114,7 @@ class FactoryDevice(Rule):
             return folded
         if self._global_device_in_model(original_node):
             device = self.device_for(original_node)
-            if device is not None:
+            if device is not None and not guessed_from_parameters(device):
                 return self.fix(original_node, updated_node, updated_node.with_changes(args=[cst.Arg(device)]),
                                 "inside a model the device comes from its input, not from the module's global")
         if self._host_tensor_maker(original_node):
@@ -124,7 +124,7 @@ class FactoryDevice(Rule):
             return updated_node
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
-                or self._packed_lengths(original_node) or self._beside_a_blocked_group(original_node) \
+                or self._lengths_on_cpu(original_node) or self._beside_a_blocked_group(original_node) \
                 or self._meets_unmoved_host_tensor(original_node) or self._beside_cpu_tensors(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
@@ -231,11 +231,25 @@ class FactoryDevice(Rule):
             return False
         device = self.device_for(original)
         in_model = self.devices.place(original).kind is ScopeKind.MODEL_METHOD  # it meets the input there
-        if device is None or flows_only_to_cpu(self.metadata, original) or self._packed_lengths(original) \
+        if device is None or flows_only_to_cpu(self.metadata, original) or self._lengths_on_cpu(original) \
+                or self._only_copied(original) \
                 or self._joined_with_cpu_data(original) or self._beside_a_blocked_group(original) \
                 or not (in_model or self._feeds_model(original)):
             return False
         return not (isinstance(device, cst.Name) and not bound_before(self.metadata, original, device.value))
+
+    def _only_copied(self, call: cst.Call) -> bool:
+        """``param.copy_(torch.from_numpy(w))``: ``copy_`` copies across devices itself."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, call)
+        uses = [call] if name is None else uses_of_binding(self.metadata, name)
+        for use in uses:
+            arg = parents.get(chain_top(self.metadata, use))
+            copy = parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if not (isinstance(copy, cst.Call) and isinstance(copy.func, cst.Attribute)
+                    and copy.func.attr.value == "copy_" and copy.args and copy.args[0] is arg):
+                return False
+        return bool(uses)
 
     def _meets_unmoved_host_tensor(self, call: cst.Call) -> bool:
         """``t = torch.linspace(0, 1, n)`` then ``t[i] * torch.FloatTensor(pair)``: the legacy
@@ -349,9 +363,12 @@ class FactoryDevice(Rule):
                 return True
         return False
 
-    def _packed_lengths(self, call: cst.Call) -> bool:
+    def _lengths_on_cpu(self, call: cst.Call) -> bool:
         """``lengths = torch.LongTensor([len(ids)])`` in a file that packs sequences:
-        ``pack_padded_sequence`` wants its lengths on the CPU (maybe behind ``model(ids, lengths)``)."""
+        ``pack_padded_sequence`` wants its lengths on the CPU (maybe behind ``model(ids, lengths)``);
+        so do CTC losses (warp-ctc needs them there, ``nn.CTCLoss`` accepts them there)."""
+        if is_ctc_length(self.metadata, call):
+            return True
         name = assigned_name(self.metadata, call)
         if name is None or "len" not in name.value.lower():
             return False
@@ -483,7 +500,8 @@ class FactoryDevice(Rule):
             return None
         if isinstance(device, cst.Name) and self._is_global_device(device) \
                 and self.devices.place(original).kind is ScopeKind.MODEL_METHOD:
-            device = self.device_for(original) or device  # the input's device, not the module's global
+            found = self.device_for(original)  # the input's device, not the module's global
+            device = device if found is None or guessed_from_parameters(found) else found
         inner = updated.func.value  # type: ignore[union-attr]
         return self.fix(original, updated, with_keyword(inner, "device", device),
                         "create the tensor on the device instead of copying it there")

@@ -337,6 +337,14 @@ def _pad_packed(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
     return padded, lengths
 
 
+def _ctc_loss(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """``torch.ctc_loss`` (behind ``nn.CTCLoss``): ATen copies both lengths to the CPU and moves
+    the targets to the log-probs' device itself (LossCTC.cpp), so only the log-probs place it."""
+    result = func(*args, **kwargs)
+    mode.mark_result(result, mode.table.of(args[0]), [args[0]])
+    return result
+
+
 def _functions(*names: str, owner: Any = _T) -> list[Callable]:
     return [getattr(owner, name) for name in names if hasattr(owner, name)]
 
@@ -351,6 +359,8 @@ HANDLERS: dict[Callable, Callable] = {
 HANDLERS.update(dict.fromkeys(_functions("index_put_", "index_put") + _functions("index_put", owner=torch),
                               _index_put))
 HANDLERS.update(dict.fromkeys(_functions("lstm", "gru", "rnn_tanh", "rnn_relu", owner=torch), _rnn))
+HANDLERS.update(dict.fromkeys(_functions("ctc_loss", owner=torch) + _functions("ctc_loss", owner=torch.nn.functional),
+                              _ctc_loss))
 HANDLERS.update(dict.fromkeys(_functions("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                                          "conv_transpose3d", owner=torch), _conv))
 HANDLERS.update(dict.fromkeys(_functions(

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Mapping
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata import ScopeProvider
 from libcst.metadata.scope_provider import ImportAssignment
 
 from .names import dotted, positional
-from .scopes import ClassFacts, Place, ScopeKind, scope_bindings
+from .scopes import ClassFacts, Place, ScopeKind, assigned_value, scope_bindings
 from .tree import walk
 
 _REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
@@ -174,13 +174,7 @@ def single_assigned_value(metadata: Mapping, name: cst.Name) -> cst.BaseExpressi
     bindings = scope_bindings(scope, name.value)
     if len(bindings) != 1 or bindings[0].scope is not scope:
         return None
-    parents = metadata[ParentNodeProvider]
-    target = getattr(bindings[0], "node", None)
-    parent = parents.get(target) if target is not None else None
-    assign = parents.get(parent) if parent is not None else None
-    if isinstance(parent, cst.AssignTarget) and isinstance(assign, cst.Assign) and len(assign.targets) == 1:
-        return assign.value
-    return None
+    return assigned_value(metadata, bindings[0].node)
 
 
 def init_attribute(place: Place, assign: cst.Assign, statement: cst.CSTNode) -> str | None:

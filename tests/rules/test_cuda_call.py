@@ -76,3 +76,50 @@ def test_the_reason_names_the_method_and_gives_the_buffer_advice_only_in_init():
     assert "__init__" not in reasons[10] and "register the tensor" not in reasons[10]
     assert "`transform`" in reasons[10]
     assert "__init__" not in reasons[14] and "static or class method `window`" in reasons[14]
+
+
+def test_cuda_code_below_an_early_exit_on_no_gpu_is_not_reported():
+    # A test suite's deliberate CUDA cases: reached only where a GPU (or two) exists.
+    code = textwrap.dedent("""\
+    import unittest
+    import torch
+
+
+    def check(weight, bias):
+        y = weight.sum(0)
+        if y.is_cuda and y.get_device() != bias.get_device():
+            y = y.cuda(bias.get_device())
+        return y + bias
+
+
+    class TestOptim(unittest.TestCase):
+        def test_cases(self):
+            check(torch.randn(3, 2), torch.randn(2))
+            if not torch.cuda.is_available():
+                return
+            check(torch.randn(3, 2).cuda(), torch.randn(2).cuda())
+            if torch.cuda.device_count() < 2:
+                self.skipTest("needs two GPUs")
+            check(torch.randn(3, 2).cuda(0), torch.randn(2).cuda(1))
+
+        @unittest.skipIf(not torch.cuda.is_available(), "no GPU")
+        def test_on_gpu(self):
+            check(torch.randn(3, 2).cuda(), torch.randn(2).cuda())
+    """)
+    result = transform_source(code)
+    assert result.output == code
+    assert not [f for f in result.findings if not f.fixed]
+
+
+def test_cuda_code_after_an_exit_that_does_not_test_for_a_gpu_is_still_reported():
+    code = textwrap.dedent("""\
+    import torch
+
+
+    def run(x, empty):
+        if empty:
+            return None
+        return x.cuda(1)
+    """)
+    result = transform_source(code)
+    assert [f.code for f in result.findings if not f.fixed] == ["DM103"]

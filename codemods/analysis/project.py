@@ -381,6 +381,8 @@ def _from_inputs(expr: ast.AST, params: set[str]) -> bool:
         return any(_from_inputs(e, params) for e in expr.elts)
     if isinstance(expr, ast.Call):
         name = _dotted(expr.func)
+        if name == "torch.normal" and len(expr.args) < 3 and not any(k.arg == "size" for k in expr.keywords):
+            return any(_from_inputs(a, params) for a in expr.args)  # ``normal(mean, std)``: on their device
         if name in _HOST_DATA or name in tensor_factories():
             return False  # built here, on the CPU, whatever its arguments
         if isinstance(expr.func, ast.Attribute) and _from_inputs(expr.func.value, params):

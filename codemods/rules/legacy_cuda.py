@@ -394,7 +394,9 @@ class LegacyCuda(Rule):
         requires = keyword(original, "requires_grad")
         requires_value = requires.value if requires is not None else None
         result: cst.BaseExpression = inner if fresh else _method(inner, "detach")
-        if requires_value is not None and not (isinstance(requires_value, cst.Name) and requires_value.value == "False"):
+        wants_grad = requires_value is not None and not (
+            isinstance(requires_value, cst.Name) and requires_value.value == "False")
+        if wants_grad:
             updated_requires = keyword(updated, "requires_grad")
             assert updated_requires is not None
             flag = [] if isinstance(requires_value, cst.Name) and requires_value.value == "True" \
@@ -403,8 +405,11 @@ class LegacyCuda(Rule):
         if result is inner:
             result = self._parenthesized_for_parent(original, inner)
         result = result.with_changes(lpar=[*updated.lpar, *result.lpar], rpar=[*result.rpar, *updated.rpar])
-        fixed = self.fix(original, updated, result,
-                         "`Variable(...)` is a no-op wrapper since PyTorch 0.4: use the tensor")
+        steps = ([] if fresh else ["`.detach()` (a new leaf, as `Variable` made)"]) + (
+            ["`.requires_grad_()`"] if wants_grad else [])
+        message = ("`Variable(...)` is gone since PyTorch 0.4: " + " then ".join(steps) if steps
+                   else "`Variable(...)` is a no-op wrapper since PyTorch 0.4: use the tensor")
+        fixed = self.fix(original, updated, result, message)
         if fixed is result:
             alias = self._variable_import_of_use.get(original.func)  # type: ignore[arg-type]
             if alias is not None:

@@ -435,17 +435,19 @@ def test_a_module_whose_sub_module_may_hold_only_buffers_asks_its_own_buffer():
 
 def test_a_helper_computed_from_its_tensor_argument_is_not_host_data(tmp_path):
     # ``halves(x)`` returns ``torch.split(x, ...)``, a tuple on x's device; ``log_floor(x)`` is
-    # computed from x: neither result is moved where a model method uses it.
+    # computed from x; ``sample(m, v)`` is ``torch.normal(m, std)``, on m's device: no result is
+    # moved where a model method uses it.
     from codemods.driver import process_files
     (tmp_path / "pyproject.toml").write_text("")
     ops = tmp_path / "ops.py"
     ops.write_text("import torch\n\n\ndef halves(x, n):\n    return torch.split(x, n, dim=1)\n\n\n"
-                   "def log_floor(x, floor=1e-5):\n    return torch.log(torch.clamp(x, min=floor))\n")
+                   "def log_floor(x, floor=1e-5):\n    return torch.log(torch.clamp(x, min=floor))\n\n\n"
+                   "def sample(mean, var):\n    return torch.normal(mean, var.sqrt())\n")
     net = tmp_path / "net.py"
     net.write_text(textwrap.dedent("""\
         import torch
         import torch.nn as nn
-        from ops import halves, log_floor
+        from ops import halves, log_floor, sample
 
         class Block(nn.Module):
             def __init__(self):
@@ -455,6 +457,10 @@ def test_a_helper_computed_from_its_tensor_argument_is_not_host_data(tmp_path):
             def forward(self, x):
                 a, b = halves(x, 2)
                 return log_floor(torch.cat([a, self.conv(b)], dim=1))
+
+            def generate(self, start):
+                out = self.conv(start)
+                return sample(out, out.abs())
         """))
     report = next(r for r in process_files([str(net), str(ops)], Config(), "diff", jobs=1) if r.path.endswith("net.py"))
     assert ".to(" not in report.diff

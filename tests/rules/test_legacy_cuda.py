@@ -156,3 +156,20 @@ def test_dm304_self_rewrap_of_loader_batch_disappears():
     """, all_rules=True)
     assert "Variable" not in result.output
     assert "    images = images.to(device)\n    print(images, labels)\n" in result.output
+
+
+def test_the_variable_message_says_what_the_replacement_does():
+    code = textwrap.dedent("""\
+        import torch
+        from torch.autograd import Variable
+        w = torch.randn(3)
+        a = Variable(w, requires_grad=True)
+        b = Variable(w)
+        c = Variable(torch.ones(2))
+    """)
+    messages = [f.message for f in transform_source(code).findings if f.code == "DM304" and "import" not in f.message]
+    assert messages == [
+        "`Variable(...)` is gone since PyTorch 0.4: `.detach()` (a new leaf, as `Variable` made) then `.requires_grad_()`",
+        "`Variable(...)` is gone since PyTorch 0.4: `.detach()` (a new leaf, as `Variable` made)",
+        "`Variable(...)` is a no-op wrapper since PyTorch 0.4: use the tensor",
+    ]

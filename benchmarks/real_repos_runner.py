@@ -269,8 +269,14 @@ def _without_magics(lines: list[str]) -> list[str]:
     for line in lines:
         if line.lstrip().startswith(("%", "!")) and not _open_statement(kept):
             continue
+        shell = _SHELL_ASSIGNMENT.match(line)
+        if shell and not _open_statement(kept):
+            line = f"{shell.group(1)} = []"  # ``files = !ls``: IPython gives a list of output lines
         kept.append(line)
     return kept
+
+
+_SHELL_ASSIGNMENT = re.compile(r"^(\s*[A-Za-z_][\w.]*)\s*=\s*!")
 
 
 def _open_statement(lines: list[str]) -> bool:

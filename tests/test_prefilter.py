@@ -49,7 +49,8 @@ CASES = {
               "        super().__init__()\n        self.mask = torch.ones(3)\n"),
     "DM302": ("import torch\nstate = torch.save({}, 'x.pt')\nimport pickle\nd = pickle.load(open('f', 'rb'))\n",
               "import torch\nstate = torch.load('x.pt')\n"),
-    "DM303": ("import torch\nx = torch.ones(2).numpy(force=True)\n",
+    "DM303": ("import torch\nx = torch.ones(2).numpy(force=True)\ny = torch.ones(2).detach().cpu().numpy()\n"
+              "z = torch.ones(2).to(device='cpu')[0].data.numpy()\n",
               "import torch\nx = torch.ones(2).numpy()\n"),
     "DM304": ("import torch\nfrom torch import Tensor\n\ndef f(x: Tensor) -> Tensor:\n    return torch.FloatTensor([1.0]) + x\n",
               "import torch\nx = torch.cuda.FloatTensor(2)\n"),

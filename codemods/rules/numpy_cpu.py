@@ -13,6 +13,7 @@ On a CPU tensor ``.cpu()`` returns the tensor itself, so the fix costs nothing t
 
 from __future__ import annotations
 
+import ast
 from typing import Mapping
 
 import libcst as cst
@@ -50,7 +51,9 @@ class NumpyCpu(Rule):
 
     @classmethod
     def may_apply(cls, facts: FileFacts) -> bool:
-        return any(method_name(c) == "numpy" and not c.args and not c.keywords for c in facts.calls())
+        # ``.numpy()`` whose own chain already goes to the CPU is left alone by the rule too.
+        return any(method_name(c) == "numpy" and not c.args and not c.keywords
+                   and not _chain_on_cpu(c.func.value) for c in facts.calls())  # type: ignore[attr-defined]
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not method_call(original_node, "numpy") or original_node.args:
@@ -165,6 +168,34 @@ def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int 
         value = single_assigned_value(metadata, node)
         return value is not None and _on_cpu_already(metadata, value, depth + 1)
     return False
+
+
+def _chain_on_cpu(node: ast.AST) -> bool:
+    """``_on_cpu_already`` on CPython's ``ast``, the chain part only (a variable's value is
+    left to the rule): ``x.detach().cpu()``, ``y.to("cpu")[0]``, ``z.to(device="cpu").data``."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "cpu" or (node.func.attr == "to" and _ast_to_cpu(node)):
+                return True
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Attribute) and node.attr in _PASS_THROUGH_ATTRIBUTES:
+            node = node.value
+        else:
+            return False
+
+
+def _ast_to_cpu(call: ast.Call) -> bool:
+    """``_to_cpu`` on CPython's ``ast``."""
+    device = next((k.value for k in call.keywords if k.arg == "device"), None)
+    args = [a for a in call.args if not isinstance(a, ast.Starred)]
+    value = device if device is not None else (args[0] if args else None)
+    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+        value = value.args[0]  # torch.device("cpu")
+    # A plain ``"cpu"`` literal only (5 characters): ``"c" "pu"`` is one constant here but not to libcst.
+    return isinstance(value, ast.Constant) and value.value == "cpu" and value.lineno == value.end_lineno \
+        and value.end_col_offset - value.col_offset == 5  # type: ignore[operator]
 
 
 def _to_cpu(call: cst.Call) -> bool:

@@ -1,6 +1,6 @@
 """Devices inside model methods that are not the forward pass, and tensors that must stay on the
-CPU. Each case is a shape from the seventh real-repository trial (issue 8); each test fails on
-the code before its fix."""
+CPU. Each case is a shape from the sixth real-repository run (issue 8, docs/real-repos.md); each
+test fails on the code before its fix."""
 
 from __future__ import annotations
 

@@ -124,11 +124,22 @@ def import_file(root: str, rel: str):
     start = len(parts) - 1
     while start > 0 and os.path.exists(os.path.join(root, *parts[:start], "__init__.py")):
         start -= 1
+    if start == len(parts) - 1 and start > 0 and _relative_import(os.path.join(root, rel)):
+        start -= 1  # ``from .sibling import x`` in a folder without __init__.py: a namespace package
     base = os.path.join(root, *parts[:start])
     for entry in (base, root):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     return importlib.import_module(".".join(parts[start:]))
+
+
+def _relative_import(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(tree))
 
 
 def required_params(fn: Callable) -> list[str]:

@@ -17,13 +17,15 @@ import ast
 from typing import Mapping
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, method_name
 from ..analysis.modules import called_on_import, single_assigned_value
 from ..analysis.names import keyword, method_call, positional, qualified_names
-from ..analysis.roles import builds_model
+from ..analysis.roles import HOST_MAKERS, builds_model
+from ..analysis.scopes import assigned_value, only_binding, scope_bindings
 from ..analysis.tensors import is_surely_tensor, surely_tensor_variable
-from ..analysis.tree import mentions_name
+from ..analysis.tree import ancestors, line_of, mentions_name, walk
 from .base import Invalid, Rule, Valid
 
 # Methods that only a torch tensor has among objects offering ``.numpy()`` (TensorFlow
@@ -59,7 +61,7 @@ class NumpyCpu(Rule):
         if not method_call(original_node, "numpy") or original_node.args:
             return updated_node  # ``.numpy(force=True)`` copies to the CPU itself
         receiver = original_node.func.value  # type: ignore[union-attr]
-        if _on_cpu_already(self.metadata, receiver) or not (
+        if _on_cpu_already(self.metadata, receiver) or self._fed_cpu_tensors(receiver) or not (
                 self._is_torch_tensor(receiver) or self._only_torch_has_numpy()):
             return updated_node
         func = updated_node.func
@@ -67,6 +69,41 @@ class NumpyCpu(Rule):
         cpu = cst.Call(cst.Attribute(func.value, cst.Name("cpu")))
         return self.fix(original_node, updated_node, updated_node.with_changes(func=func.with_changes(value=cpu)),
                         "`.numpy()` fails on a GPU tensor: copy it to the CPU first")
+
+    def _fed_cpu_tensors(self, receiver: cst.BaseExpression) -> bool:
+        """``def show(alphas): ... alphas[t].numpy()`` where every call of ``show`` in the file
+        hands it a tensor made on the CPU (``alphas = torch.FloatTensor(rows)`` just above):
+        nothing to copy, and no GPU tensor to warn about."""
+        root, param = _chain_root(receiver), None
+        for _ in range(_MAX_DEPTH):  # ``current = alphas[t, :]`` then ``current.numpy()``
+            param = only_binding(self.metadata, root) if isinstance(root, cst.Name) else None
+            value = assigned_value(self.metadata, param)
+            if value is None:
+                break
+            root = _chain_root(value)
+        if not isinstance(param, cst.Param):
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        function = parents.get(parents.get(param))
+        index = next((i for i, p in enumerate(function.params.params) if p is param), None) \
+            if isinstance(function, cst.FunctionDef) and parents.get(function) is self.tree else None
+        if index is None:
+            return False
+        calls = [n for n in walk(self.tree) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+                 and n.func.value == function.name.value and only_binding(self.metadata, n.func) is function]
+        return bool(calls) and all(self._cpu_made(_argument(call, index, param.name.value), call) for call in calls)
+
+    def _cpu_made(self, value: cst.BaseExpression | None, at: cst.CSTNode) -> bool:
+        """A tensor surely on the CPU at ``at``: a legacy constructor or ``from_numpy`` not moved
+        in its chain, or a variable whose last plain assignment above ``at`` is one (none in a loop)."""
+        if isinstance(value, cst.Name):
+            bindings = scope_bindings(self.metadata[ScopeProvider].get(value), value.value)
+            if not bindings or any(isinstance(p, (cst.For, cst.While)) for b in bindings
+                                   for p in ancestors(self.metadata, b.node)):
+                return False
+            above = [b.node for b in bindings if line_of(self.metadata, b.node) < line_of(self.metadata, at)]
+            value = assigned_value(self.metadata, max(above, key=lambda n: line_of(self.metadata, n), default=None))
+        return isinstance(value, cst.Call) and bool(qualified_names(self.metadata, value.func) & HOST_MAKERS)
 
     def _only_torch_has_numpy(self) -> bool:
         """In a file that places things on a device and imports no other array library with a
@@ -168,6 +205,30 @@ def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int 
         value = single_assigned_value(metadata, node)
         return value is not None and _on_cpu_already(metadata, value, depth + 1)
     return False
+
+
+def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``alphas[t, :].detach()`` -> ``alphas``."""
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Attribute) and node.attr.value in _PASS_THROUGH_ATTRIBUTES:
+            node = node.value
+        else:
+            return node
+
+
+def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter at ``index`` called ``name``."""
+    if any(a.star for a in call.args):
+        return None
+    named = [a for a in call.args if a.keyword is not None and a.keyword.value == name]
+    if named:
+        return named[0].value
+    positional_args = [a for a in call.args if a.keyword is None]
+    return positional_args[index].value if index < len(positional_args) else None
 
 
 def _chain_on_cpu(node: ast.AST) -> bool:

@@ -69,3 +69,34 @@ def test_dm303_loader_batches_and_names():
 def test_dm303_model_parameter_of_unknown_kind_is_left_alone():
     code = "def predict(model, x):\n    return model(x).numpy()\n"  # could be a Keras model
     assert fix(code) == code
+
+
+def test_a_parameter_every_caller_fills_with_a_cpu_made_tensor_needs_no_copy():
+    code = textwrap.dedent("""\
+        import numpy as np
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        def show(alphas, scale=1):
+            for t in range(alphas.size(0)):
+                current = alphas[t, :]
+                print(np.round(current.numpy() * scale, 3))
+
+
+        def show_all(weights):
+            print(weights.numpy())
+
+
+        if __name__ == "__main__":
+            model = torch.nn.Linear(4, 3).to(device)
+            alphas = model(torch.randn(2, 4, device=device)).softmax(-1).tolist()
+            alphas = torch.FloatTensor(alphas)
+            show(alphas)
+            show(scale=2, alphas=torch.FloatTensor([[1.0]]))
+            show_all(model.weight.detach())
+    """)
+    out = transform_source(code).output
+    assert "current.numpy() * scale" in out  # both callers hand it a legacy-constructed CPU tensor
+    assert "print(weights.cpu().numpy())" in out  # a model's weights may be on the GPU

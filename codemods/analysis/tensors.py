@@ -345,12 +345,12 @@ def is_ctc_length(metadata: Mapping, node: cst.CSTNode) -> bool:
 
 
 def _is_ctc_loss(metadata: Mapping, func: cst.BaseExpression, bound: bool = False) -> bool:
-    """``F.ctc_loss``, ``nn.CTCLoss()``, or ``criterion`` bound only to ``CTCLoss(...)`` calls."""
+    """``F.ctc_loss``, ``nn.CTCLoss()``, or ``criterion`` that some branch binds to ``CTCLoss(...)``."""
     if isinstance(func, cst.Name) and not bound:
         values = [_unmoved(assigned_value(metadata, b.node))
                   for b in scope_bindings(metadata[ScopeProvider].get(func), func.value)]
-        if values and all(isinstance(v, cst.Call) and _is_ctc_loss(metadata, v.func, True) for v in values):
-            return True
+        if any(isinstance(v, cst.Call) and _is_ctc_loss(metadata, v.func, True) for v in values):
+            return True  # one branch builds a CTC loss (another may build the attention head's loss)
     made_by = func.func if isinstance(func, cst.Call) else func  # ``nn.CTCLoss()(...)``
     names = qualified_names(metadata, made_by) | {dotted(made_by) or ""}
     return any(n.endswith(("ctc_loss", "CTCLoss")) for n in names)

@@ -142,11 +142,13 @@ def test_ctc_lengths_stay_where_they_are():
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
         if __name__ == "__main__":
-            baidu = False
+            baidu, ctc = False, True
             if baidu:
                 criterion = CTCLoss()
-            else:
+            elif ctc:
                 criterion = nn.CTCLoss(zero_infinity=True).to(device)
+            else:
+                criterion = nn.CrossEntropyLoss().to(device)
             model = nn.Linear(4, 5).to(device)
             preds = model(torch.randn(2, 7, 4).to(device)).log_softmax(2).permute(1, 0, 2)
             text, length = torch.IntTensor([1, 2, 3, 4]), torch.IntTensor([2, 2])

@@ -175,11 +175,28 @@ def _cpu_bound(metadata: Mapping, node: cst.CSTNode, depth: int, contained: bool
     if _consumed_on_cpu(metadata, top, loops=not contained, bools=not contained) \
             or (not contained and _used_as_index(metadata, top)):
         return True
-    parent = metadata[ParentNodeProvider].get(top)
-    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+    target = _target_of(metadata, top)
+    if target is None:
         return False
-    return any(_cpu_bound(metadata, use, depth + 1, contained)
-               for use in uses_of_binding(metadata, parent.targets[0].target))
+    return any(_cpu_bound(metadata, use, depth + 1, contained) for use in uses_of_binding(metadata, target))
+
+
+def _target_of(metadata: Mapping, value: cst.CSTNode) -> cst.Name | None:
+    """The name ``value`` is assigned to: ``name = value``, or ``a, b = value, other``."""
+    parents = metadata[ParentNodeProvider]
+    parent = parents.get(value)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        return parent.targets[0].target
+    values = parents.get(parent) if isinstance(parent, cst.Element) else None
+    assign = parents.get(values) if isinstance(values, (cst.Tuple, cst.List)) else None
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.value is values):
+        return None
+    targets = assign.targets[0].target
+    if not (isinstance(targets, (cst.Tuple, cst.List)) and len(targets.elements) == len(values.elements)):
+        return None
+    index = next(i for i, e in enumerate(values.elements) if e is parent)
+    name = targets.elements[index].value
+    return name if isinstance(name, cst.Name) and not isinstance(values.elements[index], cst.StarredElement) else None
 
 
 def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
@@ -203,6 +220,8 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
                 holder = parents.get(parents.get(holder))  # ``torch.cat((a, b))``
             if isinstance(holder, cst.Call) and torch_data_function(metadata, holder):
                 current = chain_top(metadata, holder)
+            elif _target_of(metadata, current) is not None:
+                return current  # ``a, b = x[:1], x[1:]``: each part goes to its own name
             elif container is not None and isinstance(parent, cst.Element):
                 current = container  # a sample in a list or tuple goes where the container goes
             else:

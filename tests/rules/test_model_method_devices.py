@@ -160,3 +160,32 @@ def test_ctc_lengths_stay_where_they_are():
     assert "preds_size = torch.IntTensor([preds.size(0)] * 2)\n" in out
     assert "lengths = torch.full((2,), 7, dtype=torch.long)\n" in out
     assert not any("preds_size" in f.message or "IntTensor" in f.message for f in reports)
+
+
+def test_a_checkpoint_tensor_unpacked_into_parts_for_numpy_stays_on_the_cpu():
+    source = """\
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pos = nn.Parameter(torch.zeros(1, 5, 4))
+
+            def load_from(self, weights):
+                posemb = torch.from_numpy(weights["pos"])
+                if posemb.size() != self.pos.size():
+                    tok, grid = posemb[:, :1], posemb[0, 1:]
+                    grid = np.resize(grid, (4, 4))
+                    posemb = np.concatenate([tok, grid[None]], axis=1)
+                    posemb = torch.from_numpy(posemb)
+                self.pos.data = posemb.float()
+
+            def forward(self, x):
+                return x + self.pos
+    """
+    out, reports = run(source)
+    assert 'posemb = torch.from_numpy(weights["pos"])\n' in out
+    assert not reports

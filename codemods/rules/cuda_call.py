@@ -25,6 +25,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, method_name
+from ..analysis.guards import gpu_only
 from ..analysis.scopes import scope_bindings
 from ..analysis.tree import ancestors, code_of, mentions_name, walk
 from ..analysis.names import method_call, qualified_names
@@ -59,14 +60,14 @@ class CudaCall(Rule):
                     func=func.with_changes(attr=cst.Name("to"))), "`.cuda(<device>)` -> `.to(<device>)`")
             # ``if args.gpu is not None: x.cuda(args.gpu)``: the user's own switch on that very index
             # already keeps the CPU run on the CPU, as ``if args.gpu: x.cuda()`` does; correct code.
-            if not (self._gated_on(original_node, original_node.args[0]) or self._gpu_only(original_node)):
+            if not (self._gated_on(original_node, original_node.args[0]) or gpu_only(self.metadata, original_node)):
                 self.report(original_node, "`.cuda(index)` selects a GPU by rank; set the device per rank instead")
             return updated_node
         if any(a.keyword is not None and a.keyword.value not in ("non_blocking", "memory_format") for a in args):
             return updated_node
         device = self.device_for(original_node)
         if device is None:
-            if not self._gpu_only(original_node):  # ``if self.gpu_mode: x.cuda()`` is correct code
+            if not gpu_only(self.metadata, original_node):  # ``if self.gpu_mode: x.cuda()`` is correct code
                 self.report(original_node, "`.cuda()` not rewritten: " + self.devices.why_no_device(original_node))
             return updated_node
         func = updated_node.func
@@ -107,25 +108,6 @@ class CudaCall(Rule):
                     isinstance(node, (cst.Name, cst.Attribute)) and code_of(node) == index
                     for node in walk(parent.test)):
                 return True
-        return False
-
-    def _gpu_only(self, call: cst.Call) -> bool:
-        """Code that runs only where there is a GPU, so the author already falls back to the CPU:
-        inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``,
-        ``torch.cuda.is_available()``, ``x.is_cuda``), below an early exit on one (``if not
-        torch.cuda.is_available(): return``), or in a test skipped without one (``@skipIf``)."""
-        child: cst.CSTNode = call
-        for parent in ancestors(self.metadata, call):
-            if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and _names_a_gpu(parent.test):
-                return True
-            if isinstance(parent, cst.FunctionDef) and any(_names_a_gpu(d.decorator) for d in parent.decorators):
-                return True
-            if isinstance(parent, (cst.IndentedBlock, cst.Module)):
-                above = parent.body[: next((i for i, s in enumerate(parent.body) if s is child), 0)]
-                if any(isinstance(s, cst.If) and s.orelse is None and _names_a_gpu(s.test) and _exits(s.body)
-                       for s in above):
-                    return True
-            child = parent
         return False
 
     def _is_torch_cuda_module(self, call: cst.Call) -> bool:
@@ -232,26 +214,3 @@ def _only_moves(body) -> bool:
                 return False
     return True
 
-
-def _names_a_gpu(expr: cst.CSTNode) -> bool:
-    """Does ``expr`` read a GPU switch (any name or attribute with ``gpu`` or ``cuda`` in it)?"""
-    for node in walk(expr):
-        name = node.value if isinstance(node, cst.Name) else (
-            node.attr.value if isinstance(node, cst.Attribute) else "")
-        if "gpu" in name.lower() or "cuda" in name.lower():
-            return True
-    return False
-
-
-def _exits(body: cst.BaseSuite) -> bool:
-    """The block leaves: ``return``, ``raise``, ``continue``, ``break``, or a test skip."""
-    if isinstance(body, cst.SimpleStatementSuite):
-        smalls = list(body.body)
-    else:
-        last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
-        smalls = list(last.body) if isinstance(last, cst.SimpleStatementLine) else []
-    final = smalls[-1] if smalls else None
-    if isinstance(final, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
-        return True
-    return isinstance(final, cst.Expr) and isinstance(final.value, cst.Call) \
-        and code_of(final.value.func).rsplit(".", 1)[-1] in ("skip", "skipTest", "exit")

@@ -33,6 +33,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from ..analysis.candidates import CUDA_STRINGS, FileFacts, method_name
+from ..analysis.guards import gpu_only
 from ..analysis.devices import DEVICE_LIKE_NAMES, hardcoded_cuda, is_torch_device_call
 from ..analysis.names import keyword, positional, qualified_names
 from ..analysis.tree import walk
@@ -88,6 +89,8 @@ class StringDevice(Rule):
                     continue
                 if isinstance(assign.value, cst.SimpleString) and self._overridable(module, name):
                     continue
+                if new_value is not None and gpu_only(self.metadata, assign):
+                    continue  # ``if torch.cuda.is_available(): dev = torch.device("cuda")``: correct code
                 accesses = sorted((a.node for a in assignment.references if isinstance(a.node, cst.Name)),
                                   key=self.position)  # source order, not the set's
                 blockers = [a for a in accesses if self._string_only_use(a)]

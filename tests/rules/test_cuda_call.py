@@ -123,3 +123,22 @@ def test_cuda_code_after_an_exit_that_does_not_test_for_a_gpu_is_still_reported(
     """)
     result = transform_source(code)
     assert [f.code for f in result.findings if not f.fixed] == ["DM103"]
+
+
+def test_a_cuda_device_defined_only_where_cuda_is_available_stays():
+    # DM102 shares the GPU-only check: ``torch.device("cuda")`` inside the availability test is
+    # correct code (a library's capability probe), not a crash to fix.
+    code = textwrap.dedent("""\
+    import torch
+
+
+    def capability():
+        if torch.cuda.is_available():
+            device = torch.device("cuda")
+            major, minor = torch.cuda.get_device_capability(device)
+            return float(f"{major}.{minor}")
+        return None
+    """)
+    result = transform_source(code)
+    assert result.output == code
+    assert not [f for f in result.findings if not f.fixed]

@@ -1,0 +1,58 @@
+"""Code that runs only where there is a GPU: the author's own fallback to the CPU.
+
+``if torch.cuda.is_available(): x = x.cuda()``, the rest of a test after ``if not
+torch.cuda.is_available(): return``, a ``@skipIf(not torch.cuda.is_available())`` test:
+a hard-coded CUDA device there is correct code, neither a crash to fix nor one to report.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import libcst as cst
+
+from .tree import ancestors, code_of, walk
+
+
+def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``,
+    ``torch.cuda.is_available()``, ``x.is_cuda``), below an early exit on one (``if not
+    torch.cuda.is_available(): return``), or in a test skipped without one (``@skipIf``)."""
+    child: cst.CSTNode = node
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and _names_a_gpu(parent.test) \
+                and child is not parent.test:
+            return True
+        if isinstance(parent, cst.FunctionDef) and any(_names_a_gpu(d.decorator) for d in parent.decorators):
+            return True
+        if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            above = parent.body[: next((i for i, s in enumerate(parent.body) if s is child), 0)]
+            if any(isinstance(s, cst.If) and s.orelse is None and _names_a_gpu(s.test) and _exits(s.body)
+                   for s in above):
+                return True
+        child = parent
+    return False
+
+
+def _names_a_gpu(expr: cst.CSTNode) -> bool:
+    """Does ``expr`` read a GPU switch (any name or attribute with ``gpu`` or ``cuda`` in it)?"""
+    for node in walk(expr):
+        name = node.value if isinstance(node, cst.Name) else (
+            node.attr.value if isinstance(node, cst.Attribute) else "")
+        if "gpu" in name.lower() or "cuda" in name.lower():
+            return True
+    return False
+
+
+def _exits(body: cst.BaseSuite) -> bool:
+    """The block leaves: ``return``, ``raise``, ``continue``, ``break``, or a test skip."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        smalls = list(body.body)
+    else:
+        last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
+        smalls = list(last.body) if isinstance(last, cst.SimpleStatementLine) else []
+    final = smalls[-1] if smalls else None
+    if isinstance(final, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+        return True
+    return isinstance(final, cst.Expr) and isinstance(final.value, cst.Call) \
+        and code_of(final.value.func).rsplit(".", 1)[-1] in ("skip", "skipTest", "exit")

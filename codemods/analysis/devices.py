@@ -28,7 +28,7 @@ from typing import Mapping
 
 import libcst as cst
 
-from .tree import ancestors, line_of, walk
+from .tree import ancestors, code_of, line_of, walk
 from .project import FileRole
 from .roles import builds_model, is_loss_callee, is_model_callee, is_model_method_call, model_variables
 from .names import dotted, qualified_names
@@ -386,9 +386,10 @@ class DeviceLookup:
                 annotation = dotted(param.annotation.annotation) if param.annotation else None
                 if annotation and annotation.rsplit(".", 1)[-1] == "Tensor":
                     return param.name.value
+            maybe_not = _tested_for_other_types(function)
             for child in walk(function.body):
                 if isinstance(child, cst.Attribute) and isinstance(child.value, cst.Name) \
-                        and child.attr.value in _TENSOR_ATTRIBUTES \
+                        and child.attr.value in _TENSOR_ATTRIBUTES and child.value.value not in maybe_not \
                         and any(p.name.value == child.value.value for p in params):
                     return child.value.value
         return None
@@ -505,7 +506,7 @@ def _used_as_tensor(function: cst.FunctionDef) -> str | None:
     ``c.size(0)``): it arrives on the device the caller computes on, which a DataParallel
     replica's ``parameters()`` (empty there) cannot tell."""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
-                                     *function.params.kwonly_params)} - {"self", "cls"}
+                                     *function.params.kwonly_params)} - {"self", "cls"} - _tested_for_other_types(function)
     for node in walk(function.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in params:
             if node.attr.value in _TORCH_ONLY_ATTRIBUTES:
@@ -514,6 +515,18 @@ def _used_as_tensor(function: cst.FunctionDef) -> str | None:
                 and isinstance(node.func.value, cst.Name) and node.func.value.value in params:
             return node.func.value.value
     return None
+
+
+def _tested_for_other_types(function: cst.FunctionDef) -> set[str]:
+    """Names the function tests with ``isinstance(name, float)`` (anything but a Tensor): they
+    may arrive as numbers or lists, which have no ``.device``."""
+    found = set()
+    for node in walk(function.body):
+        if isinstance(node, cst.Call) and dotted(node.func) == "isinstance" and len(node.args) == 2 \
+                and isinstance(node.args[0].value, cst.Name) \
+                and "Tensor" not in (code_of(node.args[1].value) or ""):
+            found.add(node.args[0].value.value)
+    return found
 
 
 def _construction_methods(klass: cst.ClassDef) -> set[str]:

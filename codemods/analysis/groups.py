@@ -267,6 +267,9 @@ def gets_parts_later(metadata: Mapping, facts: ClassFacts, uses: list[cst.CSTNod
             continue  # ``m[0].weight.data[0][0] = 42``: a write into a tensor it has, not a new part
         if node is not use and isinstance(target, cst.AssignTarget):
             statement = parents.get(target)
+            if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Name) \
+                    and statement.value.value == "None":
+                continue  # ``model.norm.weight = None``: a part removed, nothing left behind
             if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
                     and builds_model(metadata, statement.value, facts)):
                 return True

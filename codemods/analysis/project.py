@@ -75,6 +75,7 @@ class _Summary:
     module_aliases: dict[str, str] = field(default_factory=dict)  # ``import d2l`` -> {"d2l": "d2l"}
     references: dict[str, set[str]] = field(default_factory=dict)  # context -> names loaded there
     has_main: bool = False
+    does_work: bool = False  # top-level loops, ``with`` blocks or calls made for their effect
 
 
 def module_names(path: str) -> tuple[str, ...]:
@@ -157,6 +158,7 @@ def summarise(path: str, source: str) -> _Summary | None:
             _collect_loads(summary, _MAIN, _walk_all(stmt.body))
         else:
             _collect_loads(summary, _TOP, ast_nodes(stmt))
+    summary.does_work = _does_work(tree.body)
     _collect_variables(summary, tree.body)
     _holders_of_cpu_resident(summary, [s for s in tree.body if isinstance(s, ast.ClassDef)])
     functions = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -169,6 +171,20 @@ def summarise(path: str, source: str) -> _Summary | None:
                 summary.tensor_helpers.add(stmt.name)
                 grown = True
     return summary
+
+
+def _does_work(body: list[ast.stmt]) -> bool:
+    """Does the module's top level run anything besides definitions and assignments (a loop, a
+    ``with`` block, a call made for its effect), outside the main block?"""
+    for stmt in body:
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Call, ast.Await)):
+            return True
+        if isinstance(stmt, (ast.If, ast.Try)) and not _is_main_guard(stmt) and any(
+                _does_work(getattr(stmt, part, [])) for part in ("body", "orelse", "finalbody")):
+            return True
+    return False
 
 
 def _collect_variables(summary: _Summary, body: list[ast.stmt]) -> None:
@@ -470,8 +486,12 @@ class ProjectIndex:
                  if file != summary.path and file in self.files and original in self.files[file].loop_functions}
         for local, module in summary.module_aliases.items():  # ``d2l.train_ch3``, also re-exported by a package
             loops |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.loop_functions}
-        # ``hubconf.py`` is imported by ``torch.hub.load`` from outside the project: library code
-        imported = summary.path in self.imported or os.path.basename(summary.path) == "hubconf.py"
+        # ``hubconf.py`` is imported by ``torch.hub.load`` from outside the project: library code.
+        # So is a module of a package that runs nothing itself (no main block, no top-level work):
+        # it is imported by name (diffusers' lazy ``_import_structure``, entry points, plugins).
+        imported = summary.path in self.imported or os.path.basename(summary.path) == "hubconf.py" or (
+            not summary.has_main and not summary.does_work
+            and os.path.exists(os.path.join(os.path.dirname(summary.path), "__init__.py")))
         return FileRole(imported=imported, training_loops=frozenset(loops), cpu_resident=frozenset(cpu_resident),
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),

@@ -4,7 +4,9 @@ Why: ``torch.zeros``, ``torch.randn``, ``torch.arange`` and friends create CPU
 tensors unless told otherwise. Combined with a model or batch on the GPU they fail
 with "Expected all tensors to be on the same device". Creating the tensor on the
 right device is also faster than creating it on the CPU and copying it
-(``torch.zeros(...).to(device)`` folds into ``torch.zeros(..., device=device)``).
+(``torch.zeros(...).to(device)`` folds into ``torch.zeros(..., device=device)``; a random
+factory does not fold: drawn on the device, it would come from another generator and give
+other numbers for the same seed).
 
 - In training code and at module level: ``device=device`` (the shared variable, or
   the function's ``device`` parameter).
@@ -51,6 +53,9 @@ from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_
     moved_in_chain, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
+_RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli",
+                                                       "poisson", "multinomial", "rand_like", "randn_like",
+                                                       "randint_like"))
 _PLACING = frozenset({"device", "out", "generator", "pin_memory", None})  # ``None``: ``**kwargs``
 _MAX_REBINDINGS = 4  # ``x = f(x)`` steps followed before the move
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
@@ -496,8 +501,9 @@ class FactoryDevice(Rule):
         if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and isinstance(func.value, cst.Call)):
             return None
         device = self._device_argument(original)
-        if device is None or not self._needs_device(func.value):
-            return None
+        if device is None or not self._needs_device(func.value) \
+                or factory_name(self.metadata, func.value) in _RANDOM_FACTORIES:
+            return None  # a random tensor drawn on the device comes from another generator: other numbers
         if isinstance(device, cst.Name) and self._is_global_device(device) \
                 and self.devices.place(original).kind is ScopeKind.MODEL_METHOD:
             found = self.device_for(original)  # the input's device, not the module's global

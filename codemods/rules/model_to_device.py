@@ -120,6 +120,14 @@ class ModelToDevice(Rule):
         finally:
             del self.state.findings[findings:]
 
+
+    def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """No new model move in library code: a file others import builds and hands over
+        models; where they run is its callers' choice (a converter's ``device`` parameter says
+        where the checkpoint is read, not where every part should go)."""
+        if self.devices.in_library_code(node):
+            return None
+        return super().device_for(node)
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if original_node in self._held_out:
             return self._move_held_out(original_node, updated_node)

@@ -219,8 +219,8 @@ class StringDevice(Rule):
         default = original_node.default
         if default is None or not hardcoded_cuda(self.metadata, default):
             return updated_node
-        if original_node.name.value not in DEVICE_LIKE_NAMES:
-            return updated_node
+        if original_node.name.value not in DEVICE_LIKE_NAMES or self.devices.in_library_code(original_node):
+            return updated_node  # a library's default is its callers' to override: no global device there
         # A default is evaluated once at definition time: the module-level device fits.
         return self.fix(original_node, updated_node, updated_node.with_changes(default=cst.Name(self.shared_name)),
                         "hard-coded CUDA default -> shared device")

@@ -34,7 +34,7 @@ from libcst.metadata import ScopeProvider
 
 from ..analysis.candidates import CUDA_STRINGS, FileFacts, method_name
 from ..analysis.guards import gpu_only
-from ..analysis.devices import DEVICE_LIKE_NAMES, hardcoded_cuda, is_torch_device_call
+from ..analysis.devices import DEVICE_LIKE_NAMES, guessed_from_parameters, hardcoded_cuda, is_torch_device_call
 from ..analysis.names import keyword, positional, qualified_names
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
@@ -195,6 +195,8 @@ class StringDevice(Rule):
         if not self._in_device_position(original_node) or not hardcoded_cuda(self.metadata, original_node.value):
             return updated_node
         device = self.device_for(original_node)
+        if device is not None and guessed_from_parameters(device) and gpu_only(self.metadata, original_node):
+            return updated_node  # a CUDA probe inside ``if torch.cuda.is_available():`` must stay on CUDA
         if device is None:
             self.report(original_node, "hard-coded CUDA device not rewritten: "
                         + self.devices.why_no_device(original_node))

@@ -89,3 +89,28 @@ def test_removing_a_parts_weight_is_no_new_part():
     """)
     result = transform_source(source)
     assert not [f for f in result.findings if not f.fixed]
+
+
+def test_a_cuda_probe_inside_an_availability_check_stays_on_cuda():
+    # diffusers' xformers check: a tiny tensor made on CUDA on purpose; the module's
+    # parameters may still be on the CPU (or on meta, offloaded) when it runs.
+    source = textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def enable_fast_kernels(self):
+                if not torch.cuda.is_available():
+                    raise ValueError("needs a GPU")
+                probe = torch.randn((1, 2, 40), device="cuda")
+                return probe.sum()
+
+            def forward(self, x):
+                return self.proj(x)
+    """)
+    assert transform_source(source).output == source

@@ -14,7 +14,7 @@ On a CPU tensor ``.cpu()`` returns the tensor itself, so the fix costs nothing t
 from __future__ import annotations
 
 import ast
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
@@ -190,26 +190,20 @@ def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int 
     """``.cpu()`` or ``.to("cpu")`` somewhere in the chain (or in the value of a variable
     bound once, ``y = x.cpu()``)."""
     node = receiver
-    while True:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            if node.func.attr.value == "cpu" or (node.func.attr.value == "to" and _to_cpu(node)):
-                return True
-            node = node.func.value
-        elif isinstance(node, cst.Subscript):
-            node = node.value
-        elif isinstance(node, cst.Attribute) and node.attr.value in _PASS_THROUGH_ATTRIBUTES:
-            node = node.value
-        else:
-            break
+    for node in _chain(receiver):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and (node.func.attr.value == "cpu" or (node.func.attr.value == "to" and _to_cpu(node))):
+            return True
     if isinstance(node, cst.Name) and depth < _MAX_DEPTH:
         value = single_assigned_value(metadata, node)
         return value is not None and _on_cpu_already(metadata, value, depth + 1)
     return False
 
 
-def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression:
-    """``alphas[t, :].detach()`` -> ``alphas``."""
+def _chain(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """``alphas[t, :].detach()``, ``alphas[t, :]``, ``alphas``: each link down to the root."""
     while True:
+        yield node
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             node = node.func.value
         elif isinstance(node, cst.Subscript):
@@ -217,7 +211,14 @@ def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression:
         elif isinstance(node, cst.Attribute) and node.attr.value in _PASS_THROUGH_ATTRIBUTES:
             node = node.value
         else:
-            return node
+            return
+
+
+def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``alphas[t, :].detach()`` -> ``alphas``."""
+    for node in _chain(node):
+        pass
+    return node
 
 
 def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:

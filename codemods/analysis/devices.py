@@ -386,12 +386,9 @@ class DeviceLookup:
                 annotation = dotted(param.annotation.annotation) if param.annotation else None
                 if annotation and annotation.rsplit(".", 1)[-1] == "Tensor":
                     return param.name.value
-            maybe_not = _tested_for_other_types(function)
-            for child in walk(function.body):
-                if isinstance(child, cst.Attribute) and isinstance(child.value, cst.Name) \
-                        and child.attr.value in _TENSOR_ATTRIBUTES and child.value.value not in maybe_not \
-                        and any(p.name.value == child.value.value for p in params):
-                    return child.value.value
+            read = _used_as_tensor(function, _TENSOR_ATTRIBUTES)
+            if read:
+                return read
         return None
 
     def _enclosing_functions(self, node: cst.CSTNode):
@@ -501,15 +498,16 @@ _TORCH_ONLY_ATTRIBUTES = frozenset({"device", "is_cuda", "dim", "unsqueeze", "ne
                                     "index_select"})
 
 
-def _used_as_tensor(function: cst.FunctionDef) -> str | None:
-    """A method's parameter that its body reads as a torch tensor (``c.unsqueeze(1)``,
-    ``c.size(0)``): it arrives on the device the caller computes on, which a DataParallel
+def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TORCH_ONLY_ATTRIBUTES) -> str | None:
+    """A parameter that the body reads as a tensor (one of ``attributes``, or ``c.size(0)``) and
+    never tests for another type. In a model's helper method (torch-only attributes by default:
+    ``c.unsqueeze(1)``) it arrives on the device the caller computes on, which a DataParallel
     replica's ``parameters()`` (empty there) cannot tell."""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params)} - {"self", "cls"} - _tested_for_other_types(function)
     for node in walk(function.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in params:
-            if node.attr.value in _TORCH_ONLY_ATTRIBUTES:
+            if node.attr.value in attributes:
                 return node.value.value
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
                 and isinstance(node.func.value, cst.Name) and node.func.value.value in params:

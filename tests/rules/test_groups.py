@@ -8,16 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from codemods.config import Config
-from codemods.engine import transform_source
-
-
-def run(code: str) -> tuple[str, list]:
-    code = textwrap.dedent(code)
-    result = transform_source(code, config=Config())
-    again = transform_source(result.output, config=Config())
-    assert again.output == result.output, "a second run must change nothing"
-    return result.output, [f for f in result.findings if not f.fixed]
+from all_rules_support import run
 
 
 def test_held_out_slices_of_a_dataset_move_with_the_model():

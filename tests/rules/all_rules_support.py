@@ -1,0 +1,17 @@
+"""Shared by the rule tests that check a whole rewrite (every rule on, as `devmod apply` runs)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from codemods.config import Config
+from codemods.engine import transform_source
+
+
+def run(code: str) -> tuple[str, list]:
+    """The rewrite of ``code`` and its findings not fixed; a second run must change nothing."""
+    code = textwrap.dedent(code)
+    result = transform_source(code, config=Config())
+    again = transform_source(result.output, config=Config())
+    assert again.output == result.output, "a second run must change nothing"
+    return result.output, [f for f in result.findings if not f.fixed]

@@ -44,7 +44,7 @@ def main() -> None:
     \b
       devmod apply --diff src/    review what would change (nothing is written)
       devmod apply src/           rewrite the files in place
-      devmod apply --check src/   for CI: exit 1 when anything would change
+      devmod apply --check src/   for CI: exit 1 when anything would change or a finding remains
       devmod verify train.py      run a script on a GPU, or a simulated one
       devmod rules                list the rules; `devmod rules DM103` explains one
     """

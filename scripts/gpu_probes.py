@@ -16,6 +16,7 @@ Exit status: 0 when every probe that ran matched its header, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
@@ -58,6 +59,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(PROBES, "GPU_RESULTS.md"), help="markdown results file")
     parser.add_argument("--json", dest="json_out", help="also write the results as JSON")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="probes run at once, each in its own process (default: one per CPU)")
     options = parser.parse_args()
     import torch
 
@@ -66,24 +69,27 @@ def main() -> int:
               file=sys.stderr)
         return 2
     gpus = torch.cuda.device_count()
+    names = sorted(name for name in os.listdir(PROBES) if name.endswith(".py"))
+    fields = {name: header(os.path.join(PROBES, name)) for name in names}
+    runnable = [name for name in names if int(fields[name].get("gpus", "1")) <= gpus]
+    # Each probe is its own process, so running them side by side changes no outcome.
+    with concurrent.futures.ThreadPoolExecutor(max(1, options.jobs)) as pool:
+        outcomes = dict(zip(runnable, pool.map(lambda n: run_probe(os.path.join(PROBES, n)), runnable)))
     rows, mismatches = [], 0
-    for name in sorted(os.listdir(PROBES)):
-        if not name.endswith(".py"):
-            continue
-        path = os.path.join(PROBES, name)
-        fields = header(path)
-        expected = {"ok": "clean", "device-error": "device-error"}[fields["expect"]]
-        if int(fields.get("gpus", "1")) > gpus:
-            rows.append({"probe": name, "expected": expected, "real": f"skipped (needs {fields['gpus']} GPUs)",
+    for name in names:
+        expected = {"ok": "clean", "device-error": "device-error"}[fields[name]["expect"]]
+        if name not in outcomes:
+            rows.append({"probe": name, "expected": expected,
+                         "real": f"skipped (needs {fields[name]['gpus']} GPUs)",
                          "outcome_ok": None, "message_ok": None, "message": ""})
             continue
-        outcome = run_probe(path)
+        outcome = outcomes[name]
         message = outcome.get("message", "").split(": ", 1)[-1]
         outcome_ok = outcome.get("kind") == expected
-        message_ok = None if "message" not in fields else message == fields["message"]
+        message_ok = None if "message" not in fields[name] else message == fields[name]["message"]
         mismatches += (not outcome_ok) + (message_ok is False)
         rows.append({"probe": name, "expected": expected, "real": outcome.get("kind"), "outcome_ok": outcome_ok,
-                     "message_ok": message_ok, "message": message, "rule": fields.get("rule", "")})
+                     "message_ok": message_ok, "message": message, "rule": fields[name].get("rule", "")})
         print(f"{name}: expected {expected}, got {outcome.get('kind')}"
               f"{'' if message_ok in (None, True) else ' (message differs)'}", file=sys.stderr)
     meta = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(0), "gpus": gpus,

@@ -5,11 +5,18 @@ only torch), so the rewritten copies are prepared first:
 
     python scripts/gpu_results.py prepare OUTDIR        # here: OUTDIR/before, OUTDIR/after
     python scripts/gpu_results.py run OUTDIR > GPU_RESULTS.md   # on the GPU machine
+
+Notebooks are rewritten by ``devmod apply`` like any user's notebook, then both copies become
+scripts (code cells in order; shell, magic and help lines dropped), because the GPU machine has no
+Jupyter kernel. The examples run side by side, one process each (``DEVMOD_GPU_JOBS``, default
+one per CPU).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
+import json
 import os
 import shutil
 import subprocess
@@ -22,6 +29,20 @@ DEVICE_ERROR_MARKERS = ("Expected all tensors to be on the same device", "same d
                         "indices should be either on cpu", "Expected object of device type")
 
 
+def _notebook_script(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        cells = json.load(handle)["cells"]
+    lines: list[str] = []
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        # IPython-only lines: shell (!), magics (%) and help (name?) would not parse as Python.
+        lines += [line for line in source.splitlines()
+                  if not line.lstrip().startswith(("!", "%")) and not line.rstrip().endswith("?")]
+    return "\n".join(lines) + "\n"
+
+
 def prepare(outdir: str) -> None:
     sys.path.insert(0, ROOT)
     from codemods.engine import transform_source
@@ -32,11 +53,23 @@ def prepare(outdir: str) -> None:
         os.makedirs(folder)
     examples = os.path.join(ROOT, "examples")
     for name in sorted(os.listdir(examples)):
+        source_path = os.path.join(examples, name)
+        if name.endswith(".ipynb"):
+            rewritten = os.path.join(outdir, name)
+            shutil.copy(source_path, rewritten)
+            subprocess.run([sys.executable, "-m", "codemods.cli", "apply", "--no-cache", rewritten],
+                           check=False, capture_output=True, cwd=ROOT)
+            script = name[: -len(".ipynb")] + ".py"
+            for folder, notebook in ((before, source_path), (after, rewritten)):
+                with open(os.path.join(folder, script), "w", encoding="utf-8") as handle:
+                    handle.write(_notebook_script(notebook))
+            os.unlink(rewritten)
+            continue
         if not name.endswith(".py"):
             continue
-        with open(os.path.join(examples, name), encoding="utf-8") as handle:
+        with open(source_path, encoding="utf-8") as handle:
             source = handle.read()
-        shutil.copy(os.path.join(examples, name), os.path.join(before, name))
+        shutil.copy(source_path, os.path.join(before, name))
         with open(os.path.join(after, name), "w", encoding="utf-8") as handle:
             handle.write(transform_source(source, name).output)
 
@@ -67,12 +100,16 @@ def run(outdir: str) -> None:
           "committed, *after* is `devmod apply`'s output.\n")
     print("| example | before | after | before: last line of the error |")
     print("| --- | --- | --- | --- |")
-    for example in sorted(os.listdir(os.path.join(outdir, "before"))):
-        before_kind, before_msg = _outcome(os.path.join(outdir, "before", example))
-        after_kind, after_msg = _outcome(os.path.join(outdir, "after", example))
+    examples = sorted(os.listdir(os.path.join(outdir, "before")))
+    paths = [os.path.join(outdir, stage, example) for example in examples for stage in ("before", "after")]
+    jobs = int(os.environ.get("DEVMOD_GPU_JOBS", os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        outcomes = dict(zip(paths, pool.map(_outcome, paths)))
+    for example in examples:
+        before_kind, before_msg = outcomes[os.path.join(outdir, "before", example)]
+        after_kind, after_msg = outcomes[os.path.join(outdir, "after", example)]
         after_text = after_kind if after_kind == "clean" else f"{after_kind}: {after_msg}"
         print(f"| {example} | {before_kind} | {after_text} | {before_msg} |", flush=True)
-
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in ("prepare", "run"):

@@ -347,32 +347,47 @@ _CTC_LENGTHS = ("input_lengths", "target_lengths")
 
 
 def is_ctc_length(metadata: Mapping, node: cst.CSTNode) -> bool:
-    """Is ``node`` (or the variable it is bound to) a length argument of a CTC loss? Those
-    stay where they are: ``nn.CTCLoss`` copies CPU lengths itself, and warp-ctc's
-    ``CTCLoss`` needs them on the CPU."""
+    """Is ``node`` (or the variable it is bound to) a length argument of a CTC loss that must
+    stay where it is? warp-ctc's ``CTCLoss`` needs both lengths on the CPU, and PyTorch's
+    copies input lengths there itself. PyTorch's *target* lengths are the exception: where its
+    cuDNN kernel is eligible, the "mean" reduction divides the GPU losses by them as they are
+    (seen failing on an H200 with CPU int32 ones), so they move with the group."""
     parents = metadata[ParentNodeProvider]
     name = assigned_name(metadata, node) if isinstance(node, cst.Call) else None
     for use in [node] if name is None else uses_of_binding(metadata, name):
         arg = parents.get(chain_top(metadata, use))
         call = parents.get(arg) if isinstance(arg, cst.Arg) else None
-        if not isinstance(call, cst.Call) or not _is_ctc_loss(metadata, call.func):
+        if not isinstance(call, cst.Call):
             continue
-        if (arg.keyword is not None and arg.keyword.value in _CTC_LENGTHS) \
-                or (arg.keyword is None and call.args.index(arg) >= 2):
+        makers = _ctc_makers(metadata, call.func)
+        if not makers:
+            continue
+        position = call.args.index(arg) if arg.keyword is None else None
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if keyword == "target_lengths" or position == 3:
+            if all(m.startswith("torch.") for m in makers):
+                continue
+            return True
+        if keyword in _CTC_LENGTHS or (position is not None and position >= 2):
             return True
     return False
 
 
-def _is_ctc_loss(metadata: Mapping, func: cst.BaseExpression, bound: bool = False) -> bool:
-    """``F.ctc_loss``, ``nn.CTCLoss()``, or ``criterion`` that some branch binds to ``CTCLoss(...)``."""
+def _ctc_makers(metadata: Mapping, func: cst.BaseExpression, bound: bool = False) -> set[str]:
+    """The qualified names of the CTC losses behind ``func``: ``F.ctc_loss``, ``nn.CTCLoss()``,
+    or ``criterion`` where some branch binds it to ``CTCLoss(...)`` (empty: not a CTC loss)."""
+    makers: set[str] = set()
     if isinstance(func, cst.Name) and not bound:
         values = [_unmoved(assigned_value(metadata, b.node))
                   for b in scope_bindings(metadata[ScopeProvider].get(func), func.value)]
-        if any(isinstance(v, cst.Call) and _is_ctc_loss(metadata, v.func, True) for v in values):
-            return True  # one branch builds a CTC loss (another may build the attention head's loss)
+        for value in values:  # one branch may build warp-ctc's loss, another the attention head's
+            if isinstance(value, cst.Call):
+                makers |= _ctc_makers(metadata, value.func, True)
     made_by = func.func if isinstance(func, cst.Call) else func  # ``nn.CTCLoss()(...)``
     names = qualified_names(metadata, made_by) | {dotted(made_by) or ""}
-    return any(n.endswith(("ctc_loss", "CTCLoss")) for n in names)
+    found = {n for n in names if n.endswith(("ctc_loss", "CTCLoss"))}
+    # An unresolved ``nn.CTCLoss`` keeps its dotted spelling: only a resolved torch name counts as torch's.
+    return makers | ({n for n in found if n.startswith("torch.")} or found)
 
 
 def _unmoved(value: cst.BaseExpression | None) -> cst.BaseExpression | None:

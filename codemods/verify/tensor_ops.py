@@ -338,10 +338,25 @@ def _pad_packed(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
 
 
 def _ctc_loss(mode: Any, func: Callable, args: tuple, kwargs: dict) -> Any:
-    """``torch.ctc_loss`` (behind ``nn.CTCLoss``): ATen copies both lengths to the CPU and moves
-    the targets to the log-probs' device itself (LossCTC.cpp), so only the log-probs place it."""
+    """``torch.ctc_loss`` (behind ``nn.CTCLoss``): ATen copies the lengths to the CPU and moves
+    the targets to the log-probs' device itself (LossCTC.cpp), so mostly only the log-probs place
+    it. One exception, seen on an H200 (PyTorch 2.11, cuDNN 9.19): where the cuDNN kernel is
+    eligible (float32 log-probs on the GPU, blank 0, 1-D int32 targets, int32 length tensors,
+    cuDNN on), the "mean" reduction divides the GPU losses by the target lengths as they are,
+    so CPU target lengths fail there."""
+    names = ("log_probs", "targets", "input_lengths", "target_lengths", "blank", "reduction")
+    given = {**dict(zip(names, args)), **kwargs}
+    log_probs, targets = given.get("log_probs"), given.get("targets")
+    input_lengths, target_lengths = given.get("input_lengths"), given.get("target_lengths")
+    device = mode.table.of(log_probs)
+    if (device != CPU and given.get("reduction", "mean") in ("mean", 1) and given.get("blank", 0) == 0
+            and torch.backends.cudnn.enabled and log_probs.dtype == torch.float32 and log_probs.dim() == 3
+            and isinstance(targets, torch.Tensor) and targets.dim() == 1 and targets.dtype == torch.int32
+            and all(isinstance(t, torch.Tensor) and t.dtype == torch.int32 for t in (input_lengths, target_lengths))
+            and mode.table.of(target_lengths) == CPU):
+        raise mode.mismatch(func, [log_probs, target_lengths], pair=(device, CPU))
     result = func(*args, **kwargs)
-    mode.mark_result(result, mode.table.of(args[0]), [args[0]])
+    mode.mark_result(result, device, [log_probs])
     return result
 
 

@@ -180,3 +180,24 @@ def test_a_checkpoint_tensor_unpacked_into_parts_for_numpy_stays_on_the_cpu():
     out, reports = run(source)
     assert 'posemb = torch.from_numpy(weights["pos"])\n' in out
     assert not reports
+
+
+def test_torch_ctc_target_lengths_move_with_the_log_probs():
+    # On a GPU, PyTorch's cuDNN CTC path divides the losses by the target lengths where they are:
+    # CPU int32 ones fail (seen on an H200), so they move; input lengths stay, as ATen copies them.
+    out, reports = run("""\
+        import torch
+        from torch import nn
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        if __name__ == "__main__":
+            criterion = nn.CTCLoss()
+            model = nn.Linear(4, 5).to(device)
+            preds = model(torch.randn(7, 2, 4).to(device)).log_softmax(2)
+            length = torch.IntTensor([2, 2])
+            preds_size = torch.IntTensor([preds.size(0)] * 2)
+            criterion(preds, torch.IntTensor([1, 2, 3, 4]).to(device), preds_size, length).backward()
+    """)
+    assert "length = torch.IntTensor([2, 2]).to(device)\n" in out
+    assert "preds_size = torch.IntTensor([preds.size(0)] * 2)\n" in out

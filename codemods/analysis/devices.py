@@ -460,14 +460,19 @@ class DeviceLookup:
     def _model_device(self, place: Place) -> cst.BaseExpression | None:
         function = place.function
         assert function is not None and place.klass is not None
-        if function.name.value in _construction_methods(place.klass):
+        method = self._method_around(function, place.klass)  # a def nested in a method is no method itself
+        if method.name.value in _construction_methods(place.klass):
             return None  # runs while the parameters are still on the CPU: ``model.to()`` places later
         tensor_param = self._tensor_parameter(function) or _used_as_tensor(function)
         if tensor_param:
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
-        receiver = _instance_parameter(function)
+        receiver = _instance_parameter(method)
         if receiver is None:
             return None  # a staticmethod or classmethod has no instance to ask for its device
+        if self.in_library_code(function):
+            # A library's model may run with its weights offloaded (accelerate's meta-device hooks),
+            # where its parameters' device is not where its work runs: no guess, the input decides.
+            return None
         if _class_has_device_attribute(place.klass):
             return cst.Attribute(cst.Name(receiver), cst.Name("device"))
         buffer = _registered_buffer(place.klass)
@@ -476,6 +481,16 @@ class DeviceLookup:
         if not _may_have_parameters(place.klass):
             return None  # ``next(self.parameters())`` would raise StopIteration (a loss module)
         return cst.parse_expression(f"next({receiver}.parameters()).device")
+
+    def _method_around(self, function: cst.FunctionDef, klass: cst.ClassDef) -> cst.FunctionDef:
+        """The method of ``klass`` that ``function`` is (or is nested in)."""
+        method = function
+        for parent in ancestors(self.metadata, function):
+            if parent is klass:
+                break
+            if isinstance(parent, cst.FunctionDef):
+                method = parent
+        return method
 
     @staticmethod
     def _tensor_parameter(function: cst.FunctionDef) -> str | None:

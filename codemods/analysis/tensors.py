@@ -232,6 +232,137 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
             return current
 
 
+# ``.to(...)`` keywords that neither move the tensor nor name a device.
+NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
+
+
+# Namespaces of torch functions whose result lives where their tensor arguments do.
+_MATH_NAMESPACES = ("torch.special.", "torch.linalg.", "torch.fft.")
+_ELEMENTWISE_FUNCTIONS = frozenset({"torch.nn.functional.pad", "torch.nn.functional.normalize",
+                                    "torch.nn.functional.softmax", "torch.nn.functional.interpolate"})
+# Tensor methods whose result is computed from their tensor arguments too (``pos.mul(freqs)``).
+_COMBINING_METHODS = frozenset({"mul", "add", "sub", "div", "matmul", "mm", "bmm", "outer", "pow", "where",
+                                "masked_fill", "index_select", "gather", "expand_as", "view_as", "reshape_as",
+                                "type_as", "lerp", "maximum", "minimum", "clamp", "remainder"})
+
+
+def places_tensor(metadata: Mapping, call: cst.Call) -> bool:
+    """Is ``call`` a method call that puts its receiver on a device other than the host:
+    ``.cuda()``, ``.type_as(t)``, or a ``.to(...)`` that names a device or a tensor (not a
+    dtype-only one, not a literal ``"cpu"``)?"""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    method = call.func.attr.value
+    if method in ("cuda", "type_as"):
+        return True
+    if method != "to" or any(isinstance(a.value, cst.SimpleString) and "cpu" in a.value.value for a in call.args):
+        return False
+    return not all((a.keyword is not None and a.keyword.value in NON_MOVING_TO_KEYWORDS)
+                   or (a.keyword is None and not a.star and is_dtype(metadata, a.value))
+                   for a in call.args)
+
+
+def moved_downstream(metadata: Mapping, call: cst.Call) -> bool:
+    """Does the author place a value computed from this tensor later? ``freqs = torch.arange(n)
+    / n``; ``table = torch.outer(pos, freqs).float()``; ``return table.to(x.device)``: the
+    table is built on the host and moved once it is done (in float64 where MPS has none, or as
+    shape data read on the host). Placing the factory would change where that work runs, so
+    it stays as written. Followed through method chains, arithmetic, torch functions, tensor
+    methods given it as an argument, and a few assignments; any operand met on the way is
+    taken for host data, as the author's move says. Meant for model and library code: in
+    driver code an operand may be what devmod itself moves to the GPU."""
+    return _reaches_placement(metadata, call, 0)
+
+
+_MAX_DERIVED_STEPS = 8  # assignments followed from a factory to the author's move (a schedule takes ~5)
+
+
+def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int) -> bool:
+    if depth > _MAX_DERIVED_STEPS:
+        return False
+    parents = metadata[ParentNodeProvider]
+    current = node
+    while True:
+        attribute = parents.get(current)
+        call = parents.get(attribute) if isinstance(attribute, cst.Attribute) else None
+        if isinstance(call, cst.Call) and call.func is attribute and attribute.value is current:
+            if places_tensor(metadata, call):
+                return not isinstance(parents.get(call), cst.Expr)  # ``x.cuda()`` alone moves nothing
+            if attribute.attr.value in ("cpu", "numpy", "tolist", "item") or (
+                    attribute.attr.value == "to" and any(isinstance(a.value, cst.SimpleString) for a in call.args)):
+                return False  # brought to the host (or converted) first: not the author's move to a device
+            current = call  # ``.float().reshape(...)``: other methods keep following the value
+            continue
+        parent = parents.get(current)
+        if isinstance(parent, (cst.UnaryOperation, cst.BinaryOperation)) \
+                or (isinstance(parent, cst.Subscript) and parent.value is current):
+            current = parent
+        elif isinstance(parent, (cst.Arg, cst.Element)):
+            holder = parents.get(parent)
+            if isinstance(holder, (cst.Tuple, cst.List)):
+                holder = parents.get(parents.get(holder))  # ``torch.cat((a, b))``
+            if not isinstance(holder, cst.Call) or not (
+                    torch_data_function(metadata, holder)
+                    or qualified_names(metadata, holder.func) & _ELEMENTWISE_FUNCTIONS
+                    or any(n.startswith(_MATH_NAMESPACES) for n in qualified_names(metadata, holder.func))
+                    or (isinstance(holder.func, cst.Attribute) and holder.func.attr.value in _COMBINING_METHODS)):
+                return False
+            current = holder  # ``torch.outer(pos, freqs)``, ``pos.mul(freqs)``: computed from it
+        else:
+            break
+    statement = parents.get(current)
+    if isinstance(statement, cst.Assign) and statement.value is current \
+            and all(isinstance(t.target, cst.Subscript) for t in statement.targets):
+        return True  # ``positions[rows, 0] = value``: the store copies it to the destination's device
+    target = _target_of(metadata, current)
+    if target is None:
+        return False
+    return any(_reaches_placement(metadata, use, depth + 1) for use in uses_of_binding(metadata, target))
+
+
+def shape_data(metadata: Mapping, call: cst.Call) -> bool:
+    """``torch.tensor(u.shape[2:])``, ``torch.tensor(x.size())``: a tensor of sizes, which code
+    reads back on the host (``.tolist()``, loops, grid arithmetic) and which stays there.
+    (``torch.arange(x.size(1))`` is no such thing: it counts positions.)"""
+    if not qualified_names(metadata, call.func) & {"torch.tensor", "torch.as_tensor"}:
+        return False
+    data = call.args[0].value if call.args and call.args[0].keyword is None else None
+    return data is not None and any(
+        (isinstance(n, cst.Attribute) and n.attr.value == "shape")
+        or (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "size")
+        for n in walk(data))
+
+
+def meets_host_result(metadata: Mapping, call: cst.Call) -> bool:
+    """``latents = latents.float().cpu()``; ``return (latents - mean) / std`` with ``mean =
+    torch.tensor(stats)``: the tensor meets one the author brought to the host on purpose."""
+    name = assigned_name(metadata, call)
+    if name is None:
+        return False
+    parents = metadata[ParentNodeProvider]
+    for use in uses_of_binding(metadata, name):
+        parent = parents.get(chain_top(metadata, use))
+        if not isinstance(parent, cst.BinaryOperation):
+            continue
+        other = parent.right if parent.left is chain_top(metadata, use) else parent.left
+        while isinstance(other, cst.BinaryOperation):
+            other = other.left
+        if isinstance(other, cst.Name) and any(
+                _ends_on_host(assigned_value(metadata, b.node))
+                for b in scope_bindings(metadata[ScopeProvider].get(other), other.value)
+                if _binding_before(metadata, b.node, use)):
+            return True
+    return False
+
+
+def _ends_on_host(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "cpu"
+
+
+def _binding_before(metadata: Mapping, binding: cst.CSTNode, use: cst.CSTNode) -> bool:
+    return line_of(metadata, binding) <= line_of(metadata, use)
+
+
 def torch_data_function(metadata: Mapping, call: cst.Call) -> bool:
     """``torch.unsqueeze``, ``torch.normal``, ``torch.cat``: a torch function whose result
     lives where its tensor arguments do."""

@@ -50,7 +50,7 @@ from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, is_dtype, \
-    moved_in_chain, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
+    meets_host_result, moved_downstream, moved_in_chain, shape_data, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
 _RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli",
@@ -125,7 +125,7 @@ class FactoryDevice(Rule):
         if self._host_tensor_maker(original_node):
             return self._move_host_tensor(original_node, updated_node)
         if not self._needs_device(original_node) or self._moved_after(original_node) \
-                or self._variable_moved_later(original_node):
+                or self._variable_moved_later(original_node) or self._left_to_the_author(original_node):
             return updated_node
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
@@ -173,6 +173,16 @@ class FactoryDevice(Rule):
                    for n in walk(assign.value)):
                 return False  # combined with something else: it may meet the device there
             name = assign.targets[0].target if isinstance(assign.targets[0].target, cst.Name) else None
+        return False
+
+    def _left_to_the_author(self, call: cst.Call) -> bool:
+        """In model and library code, where the author's own code decides: a value computed
+        from it is placed later (``moved_downstream``), it holds sizes (``shape_data``), or it
+        meets a tensor the author brought to the host (``meets_host_result``). Driver code is
+        left to the checks above: there an operand may be what devmod itself moves to the GPU."""
+        kind = self.devices.place(call).kind
+        if kind in (ScopeKind.MODEL_METHOD, ScopeKind.OTHER_METHOD) or self.devices.in_library_code(call):
+            return moved_downstream(self.metadata, call) or shape_data(self.metadata, call) or meets_host_result(self.metadata, call)
         return False
 
     def _moved_after(self, call: cst.Call) -> bool:
@@ -232,7 +242,8 @@ class FactoryDevice(Rule):
 
     def _host_tensor_moves(self, original: cst.Call) -> bool:
         """Does ``_move_host_tensor`` give this host tensor a ``.to(device)``?"""
-        if in_signature(self.metadata, original) or moved_in_chain(self.metadata, original):
+        if in_signature(self.metadata, original) or moved_in_chain(self.metadata, original) \
+                or self._left_to_the_author(original):
             return False
         device = self.device_for(original)
         in_model = self.devices.place(original).kind is ScopeKind.MODEL_METHOD  # it meets the input there

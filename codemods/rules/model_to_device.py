@@ -245,6 +245,8 @@ class ModelToDevice(Rule):
         if places_itself(call) or self._moved(assign, name):
             return False
         if self._changed_later(assign, name):
+            if self.device_for(assign) is None:
+                return False  # no device here (library code, say): devmod moves nothing, so there is nothing to ask
             self.report(assign, f"model `{name}` gets new parts after it is built "
                                 f"(`{name}.<attr> = ...`, `{name}.add_module(...)`): "
                                 f"move it with `{name}.to(device)` after the last change")

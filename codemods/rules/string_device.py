@@ -198,6 +198,8 @@ class StringDevice(Rule):
         if device is not None and guessed_from_parameters(device) and gpu_only(self.metadata, original_node):
             return updated_node  # a CUDA probe inside ``if torch.cuda.is_available():`` must stay on CUDA
         if device is None:
+            if gpu_only(self.metadata, original_node):
+                return updated_node  # correct code where it runs (the author checked for a GPU): nothing to report
             self.report(original_node, "hard-coded CUDA device not rewritten: "
                         + self.devices.why_no_device(original_node))
             return updated_node

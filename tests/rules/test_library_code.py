@@ -114,3 +114,109 @@ def test_a_cuda_probe_inside_an_availability_check_stays_on_cuda():
                 return self.proj(x)
     """)
     assert transform_source(source).output == source
+
+
+def test_a_library_factory_that_adds_parts_and_a_gpu_only_probe_get_no_report(tmp_path):
+    # Library code gets no device, so devmod moves nothing there: a report that asks for a move
+    # after the last new part would be false. A CUDA probe in the branch that runs only with a
+    # GPU is correct code too.
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("_import_structure = {'blocks': ['make_block']}\n")
+    (package / "blocks.py").write_text(textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, layers):
+                super().__init__()
+                self.layers = layers
+
+            def enable_fast_kernels(self, flag):
+                if not flag:
+                    return False
+                elif not torch.cuda.is_available():
+                    raise ValueError("needs a GPU")
+                else:
+                    probe = torch.randn((1, 2, 40), device="cuda")
+                    return probe.sum() == probe.sum()
+
+
+        def make_block(width, attention=None):
+            block = Block(nn.ModuleList([nn.Linear(width, width)]))
+            if attention is not None:
+                block.attention = attention
+            return block
+    """))
+    [report] = process_files([str(package / "blocks.py")], Config(), "diff", jobs=1)
+    assert report.diff == ""
+    assert report.findings == []
+
+
+def test_library_code_leaves_what_the_author_places_later_or_keeps_on_the_host(tmp_path):
+    # The ten wrong hunks left in diffusers' src/ (docs/real-repos.md), as one package:
+    # - a model method with no input tensor gets no ``next(self.parameters())`` guess (weights may
+    #   be offloaded to the meta device there);
+    # - a float64 schedule, computed through torch.special and placed at its end;
+    # - a tensor of sizes, read back on the host;
+    # - statistics combined with a result the author brought to the host;
+    # - values stored into another tensor (the store copies them);
+    # - a helper nested in ``__init__`` (construction time, and its first parameter is no ``self``).
+    diffs = _package_diff(tmp_path, {
+        "encoders.py": """\
+            import torch
+            from torch import nn
+
+
+            class Rotary(nn.Module):
+                def __init__(self, dim, stats=None):
+                    super().__init__()
+                    self.dim = dim
+                    self.proj = nn.Linear(dim, dim)
+
+                    def as_tensor(value):
+                        if isinstance(value, torch.Tensor):
+                            return value.clone()
+                        return torch.tensor(value, dtype=torch.float32)
+
+                    self.stats = as_tensor(stats) if stats is not None else None
+
+                def tables(self, length):
+                    freqs = 1.0 / (10000 ** (torch.arange(0, self.dim, 2, dtype=torch.float32) / self.dim))
+                    pos = torch.arange(length, dtype=torch.float32)
+                    return torch.outer(pos, freqs).cos()
+
+                def causal_mask(self, size, dtype):
+                    mask = torch.empty(size, size, dtype=dtype)
+                    mask.fill_(torch.tensor(torch.finfo(dtype).min))
+                    return mask.triu_(1)
+
+                def forward(self, hidden, step: torch.Tensor):
+                    grid = torch.stack([torch.tensor(h.shape[1:], dtype=torch.long) for h in hidden])
+                    return [self.proj(h) for h in hidden], grid.tolist(), step
+
+
+            def schedule(steps, mu, device=None):
+                ticks = torch.linspace(0.0, 1.0, steps + 1, dtype=torch.float64)
+                z = torch.special.ndtri(ticks)
+                y = mu + z
+                t = 1.0 - torch.special.expit(y)
+                t = t.clamp(0.01, 0.99)
+                return (1.0 - t).flip(0)[:-1].to(dtype=torch.float32, device=device)
+
+
+            def normalize(vae, pixels: torch.Tensor, stats):
+                mean = torch.tensor(stats).view(1, -1, 1, 1)
+                latents = vae(pixels.float() / 255)
+                latents = latents.float().cpu()
+                return latents - mean
+
+
+            def fill_positions(position_ids: torch.Tensor, rows, count, start):
+                time = start + torch.arange(count, dtype=torch.float64)
+                position_ids[rows, 0] = time
+        """,
+    })
+    assert diffs == {"encoders.py": ""}

@@ -201,3 +201,28 @@ def test_torch_ctc_target_lengths_move_with_the_log_probs():
     """)
     assert "length = torch.IntTensor([2, 2]).to(device)\n" in out
     assert "preds_size = torch.IntTensor([preds.size(0)] * 2)\n" in out
+
+
+def test_a_table_the_author_builds_on_the_host_and_moves_once_done_stays_as_written():
+    # Rotary tables are often built in float64 (which MPS lacks) or from shape data read on the
+    # host, then moved in one step: placing each factory would move that work to the device.
+    source = """\
+        import torch
+        from torch import nn
+
+
+        class Rope(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.dim = dim
+
+            def forward(self, x):
+                freqs = 1.0 / (10000 ** (torch.arange(0, self.dim, 2, dtype=torch.float64) / self.dim))
+                pos = torch.arange(x.shape[1], dtype=torch.float64)
+                table = torch.outer(pos, freqs).float()
+                table = torch.cat([table.sin(), table.cos()], dim=-1)
+                return x + table.to(x.device)
+    """
+    out, reports = run(source)
+    assert out == textwrap.dedent(source)
+    assert not reports

@@ -117,6 +117,11 @@ def _parse_to(mode: Any) -> Callable:
             args = (torch.device(normalize(args[0])), *args[1:])
         if isinstance(kwargs.get("device"), int) and not isinstance(kwargs["device"], bool):
             kwargs = {**kwargs, "device": torch.device(normalize(kwargs["device"]))}
+        if not args and kwargs.get("device") is not None:
+            # Module.to(device=d): the CPU build parses a keyword CUDA device as the CPU under the
+            # simulation (seen with torch 2.13), the positional form right; pass it positionally.
+            kwargs = dict(kwargs)
+            args = (kwargs.pop("device"),)
         return real(*args, **kwargs)
 
     return parse_to

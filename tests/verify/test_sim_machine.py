@@ -99,6 +99,12 @@ def test_modules_move_parameters_buffers_and_gradients(sim):
     assert not any(t.is_cuda for t in tensors())
     model.to("cuda", torch.float64)
     assert all(t.is_cuda for t in model.parameters()) and next(model.parameters()).dtype == torch.float64
+    model.cpu()
+    model.to(device=torch.device("cuda"))  # the keyword form (Pytorch-UNet's train.py)
+    assert all(t.is_cuda for t in tensors())
+    model.cpu()
+    model.to(device="cuda", dtype=torch.float64)
+    assert all(t.is_cuda for t in model.parameters())
     clone = copy.deepcopy(model)
     assert all(t.is_cuda for t in [*clone.parameters(), *clone.buffers()])
     assert clone(torch.randn(2, 3, device="cuda", dtype=torch.float64)).is_cuda

@@ -461,7 +461,7 @@ class DeviceLookup:
         function = place.function
         assert function is not None and place.klass is not None
         method = self._method_around(function, place.klass)  # a def nested in a method is no method itself
-        if method.name.value in _construction_methods(place.klass):
+        if method.name.value in construction_methods(place.klass):
             return None  # runs while the parameters are still on the CPU: ``model.to()`` places later
         tensor_param = self._tensor_parameter(function) or _used_as_tensor(function)
         if tensor_param:
@@ -542,7 +542,7 @@ def _tested_for_other_types(function: cst.FunctionDef) -> set[str]:
     return found
 
 
-def _construction_methods(klass: cst.ClassDef) -> set[str]:
+def construction_methods(klass: cst.ClassDef) -> set[str]:
     """``__init__`` and the methods it calls on its instance (``self.priors = self.make_priors()``),
     transitively: construction-time code, where a tensor belongs in a buffer, not on a device."""
     methods = {s.name.value: s for s in klass.body.body if isinstance(s, cst.FunctionDef)}

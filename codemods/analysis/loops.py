@@ -348,7 +348,31 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         plan = _plan_many(metadata, loop, names, is_model, packs)
     if isinstance(plan, BatchPlan) and plan.index and moved_in(loop.body, set(plan.names), device_names):
         return None  # ``x, y = batch`` then ``x = x.to(device)``
+    if isinstance(plan, BatchPlan) and plan.dict_batch:
+        parts = _parts_of(loop.body, plan.names[0])
+        if parts and all(moved_in(loop.body, {part}, device_names) for part in parts):
+            return None  # ``images = batch["image"]`` then ``images.to(device=device, ...)``, each part
     return plan
+
+
+def _parts_of(body: cst.BaseSuite, name: str) -> list[str]:
+    """Names bound to ``name[...]`` at the top of a loop body (``x, y = batch["x"], batch["y"]``)."""
+    parts: list[str] = []
+    for statement in getattr(body, "body", ()):
+        for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+                continue
+            target, value = small.targets[0].target, small.value
+            pairs = zip(target.elements, value.elements) \
+                if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) \
+                and len(target.elements) == len(value.elements) else [(target, value)]
+            for left, right in pairs:
+                left = left.value if isinstance(left, cst.Element) else left
+                right = right.value if isinstance(right, cst.Element) else right
+                if isinstance(left, cst.Name) and isinstance(right, cst.Subscript) \
+                        and isinstance(right.value, cst.Name) and right.value.value == name:
+                    parts.append(left.value)
+    return parts
 
 
 def _plan_single(metadata: Mapping, loop: cst.For, name: str, is_model: Callable[[cst.BaseExpression], bool],

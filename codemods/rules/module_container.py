@@ -28,9 +28,11 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from ..analysis.candidates import FileFacts, dotted as ast_dotted, init_assignment, method_name
+from ..analysis.devices import construction_methods
 from ..analysis.modules import attribute_uses, class_family, init_attribute, nn_alias, only_binding
 from ..analysis.names import dotted
 from ..analysis.roles import builds_model
+from ..analysis.tree import ancestors
 from .base import Invalid, Rule, Valid
 
 # Methods each container offers beyond indexing, len(), iteration and ``in``.
@@ -87,6 +89,8 @@ class ModuleContainer(Rule):
             return updated_node
         if not self._uses_fit(place.klass, attribute, container):
             return updated_node
+        if self._read_only_while_built(place.klass, attribute):
+            return updated_node  # a lookup table for __init__ (``self.backbone = self.nets[name]``)
         call = cst.Call(cst.parse_expression(f"{nn_alias(self.tree, self.torch_alias)}.{container}"),
                         [cst.Arg(updated_node.value)] if not _empty(original_node.value) else [])
         replacement = updated_node.with_changes(value=call)
@@ -116,6 +120,22 @@ class ModuleContainer(Rule):
 
     def _module(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and builds_model(self.metadata, node, self.facts)
+
+    def _read_only_while_built(self, klass: cst.ClassDef, attribute: str) -> bool:
+        """Is ``self.<attr>`` read only by ``__init__`` and the methods it calls? Then the
+        modules it holds are used only to build others: what the model keeps is registered
+        elsewhere (SimCLR: ``self.backbone = self._get_basemodel(name)`` picks from a dict)."""
+        building = construction_methods(klass)
+        methods = {s for s in klass.body.body if isinstance(s, cst.FunctionDef)}
+        read = False
+        for use in attribute_uses(class_family(self.facts, klass), attribute):
+            if isinstance(self.metadata_parent(use), cst.AssignTarget):
+                continue
+            method = next((a for a in ancestors(self.metadata, use) if a in methods), None)
+            if method is None or method.name.value not in building:
+                return False
+            read = True
+        return read
 
     def _filled_with_modules(self, klass: cst.ClassDef, attribute: str) -> bool:
         """``self.<attr> = []`` followed only by ``self.<attr>.append(<module>)``."""

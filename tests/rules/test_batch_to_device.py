@@ -281,3 +281,22 @@ def test_examples_with_all_rules(kind):
             assert not [f for f in result.findings if f.code == "DM203"]
         else:
             assert [f for f in result.findings if f.code == "DM203"]
+
+
+def test_a_dict_batch_whose_parts_are_each_moved_is_left_alone():
+    # Pytorch-UNet's loops: the parts are taken out by key, then each moved in keyword form.
+    code = """\
+        import torch
+        import torch.nn.functional as F
+
+
+        def evaluate(net, dataloader, device):
+            for batch in dataloader:
+                image, mask_true = batch['image'], batch['mask']
+                image = image.to(device=device, dtype=torch.float32)
+                mask_true = mask_true.to(device=device, dtype=torch.long)
+                print(F.cross_entropy(net(image), mask_true))
+        """
+    assert run(code).output == textwrap.dedent(code)
+    one_moved = code.replace("mask_true = mask_true.to(device=device, dtype=torch.long)", "pass")
+    assert "batch = {k: v.to(device) for k, v in batch.items()}" in run(one_moved).output

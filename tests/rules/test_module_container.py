@@ -83,3 +83,28 @@ class Pair(nn.Module):
 """
     result = transform_source(code, config=Config(unsafe_fixes=True), rules=[ModuleContainer])
     assert result.output == code
+
+
+def test_a_dict_read_only_to_pick_the_registered_backbone_is_left_alone():
+    # SimCLR's shape: the dict is a lookup table for __init__; what forward uses is registered
+    # as ``self.backbone``. A ModuleDict would register (and move, and save) the unused nets.
+    code = """\
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.nets = {"small": nn.Linear(4, 4), "large": nn.Linear(4, 4)}
+        self.backbone = self._pick(name)
+
+    def _pick(self, name):
+        return self.nets[name]
+
+    def forward(self, x):
+        return self.backbone(x)
+"""
+    result = transform_source(code, config=Config(unsafe_fixes=False), rules=[ModuleContainer])
+    assert result.output == code and not result.findings
+    used = code.replace("return self.backbone(x)", "return self.nets['small'](x)")
+    assert [f.code for f in transform_source(used, config=Config(), rules=[ModuleContainer]).findings] == ["DM305"]

@@ -469,10 +469,6 @@ class DeviceLookup:
         receiver = _instance_parameter(method)
         if receiver is None:
             return None  # a staticmethod or classmethod has no instance to ask for its device
-        if self.in_library_code(function):
-            # A library's model may run with its weights offloaded (accelerate's meta-device hooks),
-            # where its parameters' device is not where its work runs: no guess, the input decides.
-            return None
         if _class_has_device_attribute(place.klass):
             return cst.Attribute(cst.Name(receiver), cst.Name("device"))
         buffer = _registered_buffer(place.klass)
@@ -480,6 +476,10 @@ class DeviceLookup:
             return cst.Attribute(cst.Attribute(cst.Name(receiver), cst.Name(buffer)), cst.Name("device"))
         if not _may_have_parameters(place.klass):
             return None  # ``next(self.parameters())`` would raise StopIteration (a loss module)
+        if self.in_library_code(function):
+            # A library's model may run with its weights offloaded (accelerate's meta-device hooks),
+            # where its first parameter's device is not where its work runs: no guess there.
+            return None
         return cst.parse_expression(f"next({receiver}.parameters()).device")
 
     def _method_around(self, function: cst.FunctionDef, klass: cst.ClassDef) -> cst.FunctionDef:

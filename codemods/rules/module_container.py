@@ -129,8 +129,9 @@ class ModuleContainer(Rule):
         methods = {s for s in klass.body.body if isinstance(s, cst.FunctionDef)}
         read = False
         for use in attribute_uses(class_family(self.facts, klass), attribute):
-            if isinstance(self.metadata_parent(use), cst.AssignTarget):
-                continue
+            if isinstance(self.metadata_parent(use), cst.AssignTarget) \
+                    or self._method_called(use) in ("append", "extend", "insert", "update"):
+                continue  # filling it, not reading it
             method = next((a for a in ancestors(self.metadata, use) if a in methods), None)
             if method is None or method.name.value not in building:
                 return False

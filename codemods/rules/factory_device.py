@@ -511,6 +511,8 @@ class FactoryDevice(Rule):
         func = original.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and isinstance(func.value, cst.Call)):
             return None
+        if self.devices.in_library_code(original):
+            return None  # a library's working ``.to(d)``: same tensor either way, so it stays as written
         device = self._device_argument(original)
         if device is None or not self._needs_device(func.value) \
                 or factory_name(self.metadata, func.value) in _RANDOM_FACTORIES:

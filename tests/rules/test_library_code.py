@@ -220,3 +220,19 @@ def test_library_code_leaves_what_the_author_places_later_or_keeps_on_the_host(t
         """,
     })
     assert diffs == {"encoders.py": ""}
+
+
+def test_a_library_factory_moved_in_its_chain_is_not_folded(tmp_path):
+    # ``torch.zeros(n).to(x.device)`` works: folding it into ``device=`` changes no tensor, so
+    # library code, already device-correct, comes through unchanged. (Driver code still folds.)
+    diffs = _package_diff(tmp_path, {
+        "noise.py": """\
+            import torch
+
+
+            def add_noise(sample, scale):
+                noise = torch.tensor([0.0]).to(sample.device)
+                return sample + scale * noise
+        """,
+    })
+    assert diffs == {"noise.py": ""}

@@ -14,11 +14,11 @@ from bisect import bisect_left
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import GlobalScope, PositionProvider, ScopeProvider
+from libcst.metadata import GlobalScope, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from .devices import DeviceDefinition, movable
 from .names import dotted
-from .tree import runs_later, top_level_statement, walk
+from .tree import ancestors, runs_later, top_level_statement, walk
 
 
 class DevicePlaces:
@@ -114,6 +114,8 @@ def device_unreachable(metadata: Mapping, places: DevicePlaces, module: cst.Modu
     found = places.index(top_level_statement(metadata, own[0].statement))
     if found is not None and found < before:
         return None
+    if _bound_earlier_in_an_enclosing_block(metadata, own[0].statement, node):
+        return None  # ``device = ...`` earlier in the same main block, a level up or the same level
     if movable(own[0], module) and pure(own[0].assign.value, torch_alias) and anchor is not None:
         return None  # DM101 moves the definition up
     return "its definition comes later and cannot move up"
@@ -188,3 +190,16 @@ def _binds(stmt: cst.BaseStatement, alias: str) -> bool:
             elif module.split(".")[0] == "torch" and alias == "torch":
                 return True
     return False
+
+
+def _bound_earlier_in_an_enclosing_block(metadata: Mapping, statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Is ``statement`` in a block that also holds ``node`` (directly or deeper), before it?"""
+    parents = metadata[ParentNodeProvider]
+    while isinstance(parents.get(statement), cst.SimpleStatementLine):
+        statement = parents.get(statement)  # the line around an ``Assign``
+    block = parents.get(statement)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)) or block not in set(ancestors(metadata, node)):
+        return False
+    body = list(block.body)
+    holder = next((a for a in [node, *ancestors(metadata, node)] if parents.get(a) is block), None)
+    return holder is not None and statement in body and holder in body and body.index(statement) < body.index(holder)

@@ -37,6 +37,8 @@ from .scopes import ClassFacts, Place, ScopeKind, enclosing_place, is_main_guard
 CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
 # Parameters of forward() that are seldom a tensor: containers and configuration.
 _NON_TENSOR_PARAMS = frozenset({"batch", "data", "inputs_dict", "kwargs", "config", "mask_dict"})
+# ``forward(self, seq_len)``, ``forward(self, num_steps)``: a count, not a tensor (cleanrl's positional encoding).
+_COUNT_NAME = re.compile(r"(^|_)(len|length|size|count|num|n|steps?)($|_)|^num_|^n_")
 DEVICE_LIKE_NAMES = frozenset({"device", "dev", "DEVICE", "torch_device", "DEV"})
 # Reading one of these on a parameter says it is a tensor.
 _TENSOR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "size", "dim", "numel"})
@@ -502,7 +504,8 @@ class DeviceLookup:
                 return param.name.value
         if function.name.value == "forward" and params:
             first = params[0]
-            if first.default is None and first.annotation is None and first.name.value not in _NON_TENSOR_PARAMS:
+            if first.default is None and first.annotation is None and first.name.value not in _NON_TENSOR_PARAMS \
+                    and not _COUNT_NAME.search(first.name.value):
                 return first.name.value
         return None
 

@@ -11,6 +11,7 @@ from typing import Mapping
 
 import libcst as cst
 
+from .names import qualified_names
 from .tree import ancestors, code_of, walk
 
 
@@ -56,3 +57,10 @@ def _exits(body: cst.BaseSuite) -> bool:
         return True
     return isinstance(final, cst.Expr) and isinstance(final.value, cst.Call) \
         and code_of(final.value.func).rsplit(".", 1)[-1] in ("skip", "skipTest", "exit")
+
+
+def sets_default_device(metadata: Mapping, module: cst.Module) -> bool:
+    """Does the file call ``torch.set_default_device(...)``? Then its factories and the models
+    it builds afterwards already land on that device (cleanrl's ppo_trxl): nothing to add."""
+    return any(isinstance(n, cst.Call) and "torch.set_default_device" in qualified_names(metadata, n.func)
+               for n in walk(module))

@@ -105,6 +105,16 @@ def read_summary(path: str) -> _Summary | None:
     return None
 
 
+def _foreign_module_base(summary: _Summary, base: str) -> bool:
+    """``nn.Module`` where ``nn`` is ``flax.linen`` (cleanrl's JAX files), or ``Module`` from
+    another library: spelled like torch's, but no torch module (no ``.to``, no parameters)."""
+    if base not in _NN_MODULE:
+        return False
+    head = base.split(".")[0]
+    target = summary.module_aliases.get(head)
+    return target is not None and not target.startswith("torch")
+
+
 def summarise(path: str, source: str) -> _Summary | None:
     """The facts of one file, or None when ``ast`` cannot read it (the engine reports that)."""
     try:
@@ -148,7 +158,8 @@ def summarise(path: str, source: str) -> _Summary | None:
             _collect_loads(summary, stmt.name, _outside(nodes, signature))  # body and defaults
             _collect_loads(summary, _TOP, _walk_all(stmt.decorator_list))
         elif isinstance(stmt, ast.ClassDef):
-            summary.class_bases[stmt.name] = {_dotted(b) for b in stmt.bases} - {""}
+            summary.class_bases[stmt.name] = {b for b in map(_dotted, stmt.bases)
+                                              if b and not _foreign_module_base(summary, b)}
             nodes = ast_nodes(stmt)
             if _brings_results_to_the_cpu(nodes):
                 summary.cpu_resident.add(stmt.name)

@@ -262,7 +262,7 @@ def places_tensor(metadata: Mapping, call: cst.Call) -> bool:
                    for a in call.args)
 
 
-def moved_downstream(metadata: Mapping, call: cst.Call) -> bool:
+def moved_downstream(metadata: Mapping, call: cst.Call, strict: bool = False) -> bool:
     """Does the author place a value computed from this tensor later? ``freqs = torch.arange(n)
     / n``; ``table = torch.outer(pos, freqs).float()``; ``return table.to(x.device)``: the
     table is built on the host and moved once it is done (in float64 where MPS has none, or as
@@ -270,14 +270,16 @@ def moved_downstream(metadata: Mapping, call: cst.Call) -> bool:
     it stays as written. Followed through method chains, arithmetic, torch functions, tensor
     methods given it as an argument, and a few assignments; any operand met on the way is
     taken for host data, as the author's move says. Meant for model and library code: in
-    driver code an operand may be what devmod itself moves to the GPU."""
-    return _reaches_placement(metadata, call, 0)
+    driver code an operand may be what devmod itself moves to the GPU: there (``strict``) only
+    method chains, subscripts and assignments are followed (``buf[i].to(device)``: a CPU staging
+    buffer moved a slice at a time)."""
+    return _reaches_placement(metadata, call, 0, strict)
 
 
 _MAX_DERIVED_STEPS = 8  # assignments followed from a factory to the author's move (a schedule takes ~5)
 
 
-def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int) -> bool:
+def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict: bool = False) -> bool:
     if depth > _MAX_DERIVED_STEPS:
         return False
     parents = metadata[ParentNodeProvider]
@@ -294,8 +296,15 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int) -> bool
             current = call  # ``.float().reshape(...)``: other methods keep following the value
             continue
         parent = parents.get(current)
-        if isinstance(parent, (cst.UnaryOperation, cst.BinaryOperation)) \
-                or (isinstance(parent, cst.Subscript) and parent.value is current):
+        if isinstance(parent, cst.Subscript) and parent.value is current:
+            store = parents.get(parent)
+            if isinstance(store, cst.AssignTarget):  # ``buf[i] = ...``: a store into it, not a flow out of it
+                value = parents.get(store).value
+                return any(isinstance(n, cst.Attribute) and n.attr.value == "cpu" for n in walk(value))
+            current = parent
+        elif strict:
+            break
+        elif isinstance(parent, (cst.UnaryOperation, cst.BinaryOperation)):
             current = parent
         elif isinstance(parent, (cst.Arg, cst.Element)):
             holder = parents.get(parent)
@@ -317,7 +326,20 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int) -> bool
     target = _target_of(metadata, current)
     if target is None:
         return False
-    return any(_reaches_placement(metadata, use, depth + 1) for use in uses_of_binding(metadata, target))
+    uses = uses_of_binding(metadata, target)
+    if strict:  # driver code: every use must end in the author's placement (metadata reads aside)
+        uses = [u for u in uses if not _metadata_read(parents, u)]
+        return bool(uses) and all(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
+    return any(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
+
+
+def _metadata_read(parents: Mapping, use: cst.CSTNode) -> bool:
+    """``buf.shape``, ``buf.dtype``, ``len(buf)``: reads no tensor data."""
+    parent = parents.get(use)
+    if isinstance(parent, cst.Attribute) and parent.value is use:
+        return parent.attr.value in ("shape", "dtype", "ndim")
+    call = parents.get(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len"
 
 
 def shape_data(metadata: Mapping, call: cst.Call) -> bool:

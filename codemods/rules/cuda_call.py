@@ -46,6 +46,18 @@ class CudaCall(Rule):
         return bool(facts.nodes(ast.IfExp)) or any(method_name(c) == "cuda" for c in facts.calls())
     REPLACES_CUDA = True
 
+    def visit_Module(self, node: cst.Module) -> bool:
+        self._set_devices: set[str] | None = None  # the arguments of the file's ``torch.cuda.set_device`` calls
+        return super().visit_Module(node)
+
+    def _set_device_to(self, index: cst.BaseExpression) -> bool:
+        """``torch.cuda.set_device(args.gpu)`` in the file: the script already chose that GPU
+        per process (moco-v3's main_lincls), so ``.cuda(args.gpu)`` is its own correct code."""
+        if self._set_devices is None:
+            self._set_devices = {code_of(n.args[0].value) for n in walk(self.tree) if isinstance(n, cst.Call)
+                                 and n.args and "torch.cuda.set_device" in qualified_names(self.metadata, n.func)}
+        return code_of(index) in self._set_devices
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not method_call(original_node, "cuda") or self._is_torch_cuda_module(original_node):
             return updated_node
@@ -60,7 +72,8 @@ class CudaCall(Rule):
                     func=func.with_changes(attr=cst.Name("to"))), "`.cuda(<device>)` -> `.to(<device>)`")
             # ``if args.gpu is not None: x.cuda(args.gpu)``: the user's own switch on that very index
             # already keeps the CPU run on the CPU, as ``if args.gpu: x.cuda()`` does; correct code.
-            if not (self._gated_on(original_node, original_node.args[0]) or gpu_only(self.metadata, original_node)):
+            if not (self._gated_on(original_node, original_node.args[0]) or gpu_only(self.metadata, original_node)
+                    or self._set_device_to(original_node.args[0].value)):
                 self.report(original_node, "`.cuda(index)` selects a GPU by rank; set the device per rank instead")
             return updated_node
         if any(a.keyword is not None and a.keyword.value not in ("non_blocking", "memory_format") for a in args):

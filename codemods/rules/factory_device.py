@@ -44,6 +44,7 @@ from ..analysis.candidates import FileFacts, keywords, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, is_torch_device_call
 from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
+from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, only_assigned_value, only_binding, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribution
 from ..analysis.loops import packs_sequences
@@ -111,6 +112,7 @@ class FactoryDevice(Rule):
     def visit_Module(self, node: cst.Module) -> bool:
         self._model_names: set[str] | None = None  # computed on the first from_numpy
         self._packs: bool | None = None  # does the file call pack_padded_sequence? (computed on demand)
+        self._default_device_set = sets_default_device(self.metadata, node)  # every factory lands there already
         return super().visit_Module(node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -124,6 +126,8 @@ class FactoryDevice(Rule):
                                 "inside a model the device comes from its input, not from the module's global")
         if self._host_tensor_maker(original_node):
             return self._move_host_tensor(original_node, updated_node)
+        if self._default_device_set:
+            return updated_node
         if not self._needs_device(original_node) or self._moved_after(original_node) \
                 or self._variable_moved_later(original_node) or self._left_to_the_author(original_node):
             return updated_node
@@ -178,12 +182,14 @@ class FactoryDevice(Rule):
     def _left_to_the_author(self, call: cst.Call) -> bool:
         """In model and library code, where the author's own code decides: a value computed
         from it is placed later (``moved_downstream``), it holds sizes (``shape_data``), or it
-        meets a tensor the author brought to the host (``meets_host_result``). Driver code is
-        left to the checks above: there an operand may be what devmod itself moves to the GPU."""
+        meets a tensor the author brought to the host (``meets_host_result``). In driver code an
+        operand may be what devmod itself moves to the GPU: only a placement through method
+        chains, subscripts and assignments counts there (a CPU staging buffer moved by slices)."""
         kind = self.devices.place(call).kind
         if kind in (ScopeKind.MODEL_METHOD, ScopeKind.OTHER_METHOD) or self.devices.in_library_code(call):
-            return moved_downstream(self.metadata, call) or shape_data(self.metadata, call) or meets_host_result(self.metadata, call)
-        return False
+            return moved_downstream(self.metadata, call) or shape_data(self.metadata, call) \
+                or meets_host_result(self.metadata, call)
+        return moved_downstream(self.metadata, call, strict=True)
 
     def _moved_after(self, call: cst.Call) -> bool:
         """``torch.zeros(n).to(...)`` / ``.cuda()`` that already moves it: folded below when the

@@ -42,6 +42,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, chain, may_build_model
 from ..analysis.groups import gets_parts_later
+from ..analysis.guards import sets_default_device
 from ..analysis.names import keyword, method_call, positional
 from ..analysis.roles import builds_model, loss_weight_argument, model_variables, places_itself, wrapper_kind
 from ..analysis.scopes import ScopeKind, scope_bindings
@@ -74,6 +75,7 @@ class ModelToDevice(Rule):
         return False
 
     def visit_Module(self, node: cst.Module) -> bool:
+        self._default_device_set = sets_default_device(self.metadata, node)
         visit = super().visit_Module(node)
         self._model_names = model_variables(self.metadata, node, self.facts)
         self._groups = self.model_groups()
@@ -125,9 +127,10 @@ class ModelToDevice(Rule):
         """No new model move in library code: a file others import builds and hands over
         models; where they run is its callers' choice (a converter's ``device`` parameter says
         where the checkpoint is read, not where every part should go)."""
-        if self.devices.in_library_code(node):
-            return None
+        if self.devices.in_library_code(node) or self._default_device_set:
+            return None  # (``torch.set_default_device``: the file's models are built on that device)
         return super().device_for(node)
+
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if original_node in self._held_out:
             return self._move_held_out(original_node, updated_node)

@@ -396,6 +396,12 @@ class _GroupFinder:
             if isinstance(call, cst.Call) and dotted(call.func) in self.loops:
                 self.handed_away.append(f"it is handed to `{dotted(call.func)}` (line {line_of(self.metadata, call)}), "
                                         "a loop in another file whose batches devmod does not move")
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
+                    and call.func.value in self.facts.classes and call.func.value not in self.facts.model_classes:
+                # ``ClassSpecificImageGeneration(model, ...)``: an object of the file keeps the model and
+                # runs it on inputs it makes itself (pytorch-cnn-visualizations), which devmod does not follow
+                self.handed_away.append(f"it is handed to `{call.func.value}` (line {line_of(self.metadata, call)}), "
+                                        "an object that runs it on inputs devmod does not follow")
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
                 for param in self._parameters_given(call, parent):
                     self.aliases.add(param.name)  # type: ignore[attr-defined]

@@ -190,6 +190,13 @@ def is_model_callee(func: cst.BaseExpression, models: set[str]) -> bool:
     return bool(name) and (name in models or looks_like_model_name(name))
 
 
+def is_model_method_call(func: cst.BaseExpression, models: set[str]) -> bool:
+    """``agent.get_action_and_value(obs)``: a method of a known model that runs it on data (not
+    ``nn.Module``'s own API, not saving or printing)."""
+    return isinstance(func, cst.Attribute) and func.attr.value not in MODULE_API \
+        and not func.attr.value.startswith(_NOT_RUNNING) and is_model_callee(func.value, models)
+
+
 # ``nn.Module``'s own API: calling one of these on a model is not running it on data.
 MODULE_API = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", "named_parameters", "state_dict",
                          "load_state_dict", "zero_grad", "modules", "children", "named_modules", "named_children",

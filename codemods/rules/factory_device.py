@@ -48,7 +48,7 @@ from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, only_assigned_value, only_binding, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribution
 from ..analysis.loops import packs_sequences
-from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, \
+from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, is_dtype, \
     meets_host_result, moved_downstream, moved_in_chain, shape_data, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
@@ -507,9 +507,10 @@ class FactoryDevice(Rule):
         if self._model_names is None:
             self._model_names = model_variables(self.metadata, self.tree, self.facts)
         for callee in self._calls_fed(call):
-            if (is_model_callee(callee.func, self._model_names)
-                                                 or is_loss_callee(callee.func)):
+            if is_model_callee(callee.func, self._model_names) or is_loss_callee(callee.func):
                 return not blocked_callee(self.metadata, self.model_groups(), callee.func)
+            if is_model_method_call(callee.func, self._model_names):  # ``agent.act(obs)``
+                return not blocked_callee(self.metadata, self.model_groups(), callee.func.value)
         return False
 
     def _fold_to(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:

@@ -119,3 +119,57 @@ def test_cpu_staging_buffers_under_a_device_defined_in_the_main_block():
     """)
     assert result.output == source
     assert not result.findings
+
+
+def test_the_input_of_a_model_method_moves_with_the_model():
+    # cleanrl's ppo_trxl/enjoy.py: ``agent.get_action_and_value(obs)`` runs the model on ``obs``.
+    source, result = run("""\
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        class Agent(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.actor = nn.Linear(4, 2)
+
+            def act(self, obs):
+                return self.actor(obs).argmax(-1)
+
+
+        if __name__ == "__main__":
+            agent = Agent()
+            obs = np.zeros(4, dtype=np.float32)
+            for _ in range(3):
+                obs = torch.Tensor(obs).unsqueeze(0)
+                action = agent.act(obs)
+                obs = np.random.rand(4).astype(np.float32)
+    """)
+    assert "agent = Agent().to(device)" in result.output
+    assert "obs = torch.Tensor(obs).to(device).unsqueeze(0)" in result.output
+
+
+def test_a_model_handed_to_an_object_that_makes_its_own_inputs_stays_and_is_reported():
+    # pytorch-cnn-visualizations: the object optimises an image it makes on the CPU itself.
+    source, result = run("""\
+        import torch
+        from torch import nn
+
+
+        class Visualizer:
+            def __init__(self, model):
+                self.model = model
+                self.image = torch.rand(1, 4, requires_grad=True)
+
+            def step(self):
+                return self.model(self.image).sum()
+
+
+        if __name__ == "__main__":
+            model = nn.Linear(4, 2)
+            print(Visualizer(model).step())
+    """)
+    assert result.output == source
+    [finding] = [f for f in result.findings if f.code == "DM202"]
+    assert "Visualizer" in finding.message and not finding.fixed

@@ -140,7 +140,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         built = statement.value
         while isinstance(built.func, cst.Attribute) and isinstance(built.func.value, cst.Call):
             built = built.func.value
-        groups[statement].cpu_by_design = dotted(built.func) in cpu_resident
+        groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
         # an input moved where it is used needs a device there too, or the model moves alone
@@ -347,6 +347,7 @@ class _GroupFinder:
         self.inline: dict[int, cst.BaseExpression] = {}
         self.foreign: list[str] = []
         self.handed_away: list[str] = []
+        self.managed = False  # handed to an object of the file that places what it runs itself
         found: dict[int, HeldOut] = {}
         for call in self._calls(target):
             for arg in call.args:
@@ -359,6 +360,7 @@ class _GroupFinder:
         group.foreign = list(dict.fromkeys(self.foreign + self.handed_away))
         group.placed = self._placed(statement, target)
         group.parts_later = gets_parts_later(self.metadata, self.facts, self._uses(target))
+        group.cpu_by_design = self.managed  # stays as written, unreported (set again below for CPU classes)
         return group
 
     def _placed(self, statement: cst.Assign, target: cst.Name) -> bool:
@@ -399,9 +401,14 @@ class _GroupFinder:
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
                     and call.func.value in self.facts.classes and call.func.value not in self.facts.model_classes:
                 # ``ClassSpecificImageGeneration(model, ...)``: an object of the file keeps the model and
-                # runs it on inputs it makes itself (pytorch-cnn-visualizations), which devmod does not follow
-                self.handed_away.append(f"it is handed to `{call.func.value}` (line {line_of(self.metadata, call)}), "
-                                        "an object that runs it on inputs devmod does not follow")
+                # runs it on inputs it makes itself (pytorch-cnn-visualizations), which devmod does not follow.
+                # One that places things itself (``self.model.cuda()`` if asked) manages them: no report.
+                klass = self.facts.classes[call.func.value]
+                if any(isinstance(n, cst.Attribute) and n.attr.value in _MOVES for n in walk(klass)):
+                    self.managed = True
+                else:
+                    self.handed_away.append(f"it is handed to `{call.func.value}` (line {line_of(self.metadata, call)}), "
+                                            "an object that runs it on inputs devmod does not follow")
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
                 for param in self._parameters_given(call, parent):
                     self.aliases.add(param.name)  # type: ignore[attr-defined]

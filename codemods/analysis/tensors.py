@@ -342,6 +342,36 @@ def _metadata_read(parents: Mapping, use: cst.CSTNode) -> bool:
     return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len"
 
 
+def filled_from_host(metadata: Mapping, call: cst.Call) -> bool:
+    """``aux_pi = torch.zeros(...)`` then ``aux_pi[:, ind] = unflatten(logits)`` with ``logits =
+    agent(x).cpu()``: a buffer the author fills with values brought to the host, a CPU staging
+    buffer on purpose (cleanrl's ppg_procgen keeps rollouts there to save GPU memory)."""
+    name = assigned_name(metadata, call)
+    if name is None:
+        return False
+    parents = metadata[ParentNodeProvider]
+    for use in uses_of_binding(metadata, name):
+        subscript = parents.get(use)
+        store = parents.get(subscript) if isinstance(subscript, cst.Subscript) else None
+        if isinstance(store, cst.AssignTarget) and _brought_to_host(metadata, parents.get(store).value):
+            return True
+    return False
+
+
+def _brought_to_host(metadata: Mapping, value: cst.BaseExpression) -> bool:
+    """Does ``value`` hold a ``.cpu()`` result, itself or through a variable bound to one?"""
+    for node in walk(value):
+        if isinstance(node, cst.Attribute) and node.attr.value == "cpu":
+            return True
+        if isinstance(node, cst.Name):
+            for binding in scope_bindings(metadata[ScopeProvider].get(node), node.value):
+                bound = assigned_value(metadata, binding.node)
+                if bound is not None and any(isinstance(n, cst.Attribute) and n.attr.value == "cpu"
+                                             for n in walk(bound)):
+                    return True
+    return False
+
+
 def shape_data(metadata: Mapping, call: cst.Call) -> bool:
     """``torch.tensor(u.shape[2:])``, ``torch.tensor(x.size())``: a tensor of sizes, which code
     reads back on the host (``.tolist()``, loops, grid arithmetic) and which stays there.

@@ -51,7 +51,7 @@ from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, is_dtype, \
-    meets_host_result, moved_downstream, moved_in_chain, shape_data, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
+    filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
 _RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli",
@@ -189,7 +189,7 @@ class FactoryDevice(Rule):
         if kind in (ScopeKind.MODEL_METHOD, ScopeKind.OTHER_METHOD) or self.devices.in_library_code(call):
             return moved_downstream(self.metadata, call) or shape_data(self.metadata, call) \
                 or meets_host_result(self.metadata, call)
-        return moved_downstream(self.metadata, call, strict=True)
+        return moved_downstream(self.metadata, call, strict=True) or filled_from_host(self.metadata, call)
 
     def _moved_after(self, call: cst.Call) -> bool:
         """``torch.zeros(n).to(...)`` / ``.cuda()`` that already moves it: folded below when the

@@ -173,3 +173,28 @@ def test_a_model_handed_to_an_object_that_makes_its_own_inputs_stays_and_is_repo
     assert result.output == source
     [finding] = [f for f in result.findings if f.code == "DM202"]
     assert "Visualizer" in finding.message and not finding.fixed
+
+
+def test_a_buffer_filled_with_values_brought_to_the_host_stays_there():
+    # cleanrl's ppg_procgen: ``aux_pi`` keeps policy outputs on the CPU to save GPU memory.
+    source, result = run("""\
+        import torch
+        from torch import nn
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        def flatten(t):
+            return t.reshape(-1, *t.shape[2:])
+
+
+        if __name__ == "__main__":
+            agent = nn.Linear(4, 3).to(device)
+            aux_pi = torch.zeros((5, 2, 3))
+            for i in range(2):
+                with torch.no_grad():
+                    logits = agent(torch.rand(5, 4, device=device)).cpu().clone()
+                aux_pi[:, i] = logits
+            print(agent(torch.rand(10, 4, device=device)) - flatten(aux_pi).to(device))
+    """)
+    assert "aux_pi = torch.zeros((5, 2, 3))\n" in result.output

@@ -126,7 +126,10 @@ class FactoryDevice(Rule):
                                 "inside a model the device comes from its input, not from the module's global")
         if self._host_tensor_maker(original_node):
             return self._move_host_tensor(original_node, updated_node)
-        if self._default_device_set:
+        if self._default_device_set and self.devices.place(original_node).kind is not ScopeKind.MODEL_METHOD:
+            # The file's own code runs after ``torch.set_default_device``; its model classes may
+            # also be imported by a script that sets none (cleanrl's enjoy.py): they still follow
+            # their input or their buffers.
             return updated_node
         if not self._needs_device(original_node) or self._moved_after(original_node) \
                 or self._variable_moved_later(original_node) or self._left_to_the_author(original_node):

@@ -462,7 +462,7 @@ class DeviceLookup:
     def _model_device(self, place: Place) -> cst.BaseExpression | None:
         function = place.function
         assert function is not None and place.klass is not None
-        method = self._method_around(function, place.klass)  # a def nested in a method is no method itself
+        method = self._method_around(function)  # a def nested in a method is no method itself
         if method.name.value in construction_methods(place.klass):
             return None  # runs while the parameters are still on the CPU: ``model.to()`` places later
         tensor_param = self._tensor_parameter(function) or _used_as_tensor(function)
@@ -484,15 +484,9 @@ class DeviceLookup:
             return None
         return cst.parse_expression(f"next({receiver}.parameters()).device")
 
-    def _method_around(self, function: cst.FunctionDef, klass: cst.ClassDef) -> cst.FunctionDef:
-        """The method of ``klass`` that ``function`` is (or is nested in)."""
-        method = function
-        for parent in ancestors(self.metadata, function):
-            if parent is klass:
-                break
-            if isinstance(parent, cst.FunctionDef):
-                method = parent
-        return method
+    def _method_around(self, function: cst.FunctionDef) -> cst.FunctionDef:
+        """The method that ``function`` is, or is nested in: the outermost def below the class."""
+        return [function, *self._enclosing_functions(function)][-1]
 
     @staticmethod
     def _tensor_parameter(function: cst.FunctionDef) -> str | None:

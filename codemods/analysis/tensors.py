@@ -233,7 +233,19 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
 
 
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
-NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
+_NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
+
+
+def to_names_a_place(metadata: Mapping, to_call: cst.Call) -> bool:
+    """Does this ``.to(...)`` name a device or a tensor (not only a dtype, ``non_blocking``, ...)?"""
+    return not all((a.keyword is not None and a.keyword.value in _NON_MOVING_TO_KEYWORDS)
+                   or (a.keyword is None and not a.star and is_dtype(metadata, a.value))
+                   for a in to_call.args)
+
+
+def _mentions_cpu(node: cst.CSTNode) -> bool:
+    """Does ``node`` contain a ``.cpu`` access (``agent(x).cpu().clone()``)?"""
+    return any(isinstance(n, cst.Attribute) and n.attr.value == "cpu" for n in walk(node))
 
 
 # Namespaces of torch functions whose result lives where their tensor arguments do.
@@ -257,9 +269,7 @@ def places_tensor(metadata: Mapping, call: cst.Call) -> bool:
         return True
     if method != "to" or any(isinstance(a.value, cst.SimpleString) and "cpu" in a.value.value for a in call.args):
         return False
-    return not all((a.keyword is not None and a.keyword.value in NON_MOVING_TO_KEYWORDS)
-                   or (a.keyword is None and not a.star and is_dtype(metadata, a.value))
-                   for a in call.args)
+    return to_names_a_place(metadata, call)
 
 
 def moved_downstream(metadata: Mapping, call: cst.Call, strict: bool = False) -> bool:
@@ -299,8 +309,7 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
         if isinstance(parent, cst.Subscript) and parent.value is current:
             store = parents.get(parent)
             if isinstance(store, cst.AssignTarget):  # ``buf[i] = ...``: a store into it, not a flow out of it
-                value = parents.get(store).value
-                return any(isinstance(n, cst.Attribute) and n.attr.value == "cpu" for n in walk(value))
+                return _mentions_cpu(parents.get(store).value)
             current = parent
         elif strict:
             break
@@ -360,14 +369,13 @@ def filled_from_host(metadata: Mapping, call: cst.Call) -> bool:
 
 def _brought_to_host(metadata: Mapping, value: cst.BaseExpression) -> bool:
     """Does ``value`` hold a ``.cpu()`` result, itself or through a variable bound to one?"""
+    if _mentions_cpu(value):
+        return True
     for node in walk(value):
-        if isinstance(node, cst.Attribute) and node.attr.value == "cpu":
-            return True
         if isinstance(node, cst.Name):
             for binding in scope_bindings(metadata[ScopeProvider].get(node), node.value):
                 bound = assigned_value(metadata, binding.node)
-                if bound is not None and any(isinstance(n, cst.Attribute) and n.attr.value == "cpu"
-                                             for n in walk(bound)):
+                if bound is not None and _mentions_cpu(bound):
                     return True
     return False
 

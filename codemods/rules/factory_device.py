@@ -50,8 +50,8 @@ from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribu
 from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, is_dtype, \
-    filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
+from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+    filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 
 _RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli",
@@ -59,8 +59,6 @@ _RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint",
                                                        "randint_like"))
 _PLACING = frozenset({"device", "out", "generator", "pin_memory", None})  # ``None``: ``**kwargs``
 _MAX_REBINDINGS = 4  # ``x = f(x)`` steps followed before the move
-# ``.to(...)`` keywords that neither move the tensor nor name a device.
-_NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
 
 
 _CAST = "a `.type(torch.<Type>Tensor)` cast"
@@ -211,10 +209,7 @@ class FactoryDevice(Rule):
             return True
         if attribute.attr.value != "to":
             return False
-        return not all(
-            (a.keyword is not None and a.keyword.value in _NON_MOVING_TO_KEYWORDS)
-            or (a.keyword is None and not a.star and is_dtype(self.metadata, a.value))
-            for a in outer.args)
+        return to_names_a_place(self.metadata, outer)
 
     def _global_device_in_model(self, call: cst.Call) -> bool:
         """``t.to(device)`` in a model's forward path with ``device`` the module's global: on a

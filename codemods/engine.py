@@ -111,14 +111,16 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     with deep_recursion():
         if role is None:
             role = ProjectIndex.build([(path, source)]).role_for(path)
-        if not may_need_libcst(tree, code + pad, chosen, config, role):
+        candidates = candidate_rules(chosen, code + pad, config, role, tree)
+        if not candidates:
             return TransformResult(source, source)  # no rule can act here: what the full run gives
         # Memory: only one tree at a time is kept alive (a 240 kB file's libcst tree is ~75 MiB,
         # its ``ast`` tree ~20 MiB): the ``ast`` tree is done with, and ``_run_passes`` holds the
         # only reference to the libcst tree, so each pass's rebuilt tree frees the one before.
         del tree
         # The rules see the text libcst parsed (code + pad); the tail goes back on afterwards.
-        findings, output = _run_passes(parse(code + pad), chosen, config, suppressions, code + pad, role, allow)[1:]
+        findings, output = _run_passes(parse(code + pad), chosen, config, suppressions, code + pad, role, allow,
+                                       candidates)[1:]
     output = (output[: len(output) - len(pad)] if pad and output.endswith(pad) else output) + tail
     if not any(f.fixed for f in findings):
         output = source  # no fix, no write: libcst's round trip is not always exact
@@ -150,15 +152,33 @@ def _triggered(rule: type[Rule], source: str) -> bool:
 
 def may_need_libcst(tree: ast.Module, text: str, rules: Sequence[type[Rule]], config: Config,
                     role: FileRole) -> bool:
-    """Could any of ``rules`` fix or report something in this file? Each rule answers from the
-    ``ast`` tree (``Rule.may_apply``), after its text trigger; False skips libcst altogether.
+    """Could any of ``rules`` fix or report something in this file? False skips libcst altogether.
 
     A pass where no rule acts changes nothing, so no later pass can give another rule a
     reason to act: the first pass decides for the whole file."""
+    return bool(candidate_rules(rules, text, config, role, tree))
+
+
+def candidate_rules(rules: Sequence[type[Rule]], text: str, config: Config, role: FileRole,
+                    tree: ast.Module | None = None) -> list[type[Rule]]:
+    """The rules of ``rules`` that may fix or report something in ``text``, in their order.
+
+    Each rule answers from the ``ast`` tree (``Rule.may_apply``), after its text trigger: a rule
+    left out would record nothing, so a pass runs without it and resolves no metadata for it.
+    Asked again on the text of every pass and after every fix, because a fix can give another
+    rule something to do. DM101 stays whenever another fixer does: it defines the shared device
+    that a fix of the same pass may start to use."""
+    triggered = [rule for rule in rules if _triggered(rule, text)]
     if os.environ.get(NO_PREFILTER_ENV):
-        return True
-    facts = FileFacts(tree, text, role, config.device_name)
-    return any(_triggered(rule, text) and rule.may_apply(facts) for rule in rules)
+        return triggered
+    try:
+        facts = FileFacts(tree if tree is not None else ast.parse(text), text, role, config.device_name)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return triggered  # (never for text libcst parsed; if so, every rule runs as before)
+    kept = [rule for rule in triggered if rule.may_apply(facts)]
+    if any(rule.SAFETY != "report" and rule.CODE != SHARED_DEVICE_CODE for rule in kept):
+        kept = [rule for rule in triggered if rule in kept or rule.CODE == SHARED_DEVICE_CODE]
+    return kept
 
 
 def parse(source: str) -> cst.Module:
@@ -197,32 +217,44 @@ def _wrap(module: cst.Module) -> MetadataWrapper:
     return wrapper
 
 
+def _fixers_first(rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """Report-only rules never change the tree: they run last, once, in the pass that settles."""
+    return [r for r in rules if r.SAFETY != "report"] + [r for r in rules if r.SAFETY == "report"]
+
+
 def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 suppressions, source: str, role: FileRole,
-                allow: Allow | None = None) -> tuple[cst.Module, list[Finding], str]:
-    """The settled module, its findings and its text (``module.code``, known without a codegen)."""
+                allow: Allow | None = None,
+                candidates: list[type[Rule]] | None = None) -> tuple[cst.Module, list[Finding], str]:
+    """The settled module, its findings and its text (``module.code``, known without a codegen).
+
+    ``candidates``: the rules that may act on ``source`` (``candidate_rules``), when known."""
     all_chosen = list(rules)
     original, first_pass = source, True
     fixed: list[Finding] = []
     for _ in range(MAX_PASSES):
-        # Triggers are read from the current text: one rule's fix can make another's apply.
-        rules = [r for r in all_chosen if _triggered(r, source)]
+        # Asked of the current text: one rule's fix can make another's apply.
+        if candidates is None:
+            candidates = candidate_rules(all_chosen, source, config, role)
+        kept, candidates = candidates, None
+        if not kept:  # nothing may act: this pass would settle with no finding
+            return module, fixed, source
         state = RunState(config=config, suppressions=suppressions, role=role, source=source, source_module=module)
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False
-        # Report-only rules never change the tree: they run once, in the pass that settles.
-        fixers = [r for r in rules if r.SAFETY != "report"]
-        reporters = [r for r in rules if r.SAFETY == "report"]
-        if allow is None and rules:  # (``allow`` may ask a person: never twice for one fix)
+        if allow is None:  # (``allow`` may ask a person: never twice for one fix)
             # Most passes fix nothing: one walk for all rules, no rebuilt tree (see scan.py).
             wrapper = _wrap(module)
-            if scan(wrapper, [r(context) for r in fixers + reporters], state):
+            if scan(wrapper, [r(context) for r in _fixers_first(kept)], state):
                 fixed.extend(f for f in state.findings if f.fixed)
                 return module, fixed + [f for f in state.findings if not f.fixed], source
-        for rule_cls in fixers + reporters:
+        # One rule at a time, in order, each on the tree the ones before it left.
+        for rule_cls in _fixers_first([r for r in all_chosen if _triggered(r, source)]):
             if rule_cls.SAFETY == "report" and pass_changed:
                 break
+            if rule_cls not in kept:
+                continue  # after a fix, the new text gave it nothing to act on
             state.changed = False
             if wrapper is None:
                 wrapper = _wrap(module)
@@ -239,6 +271,10 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                                   "file left unchanged, please report this") from exc
             if state.changed:
                 module, wrapper, pass_changed = result, None, True
+                # the rules after this one run on the new tree: ask them again (DM101 may now have a use)
+                kept = candidate_rules(all_chosen, module.code, config, role)
+                if state.device_used:
+                    kept += [r for r in all_chosen if r.CODE == SHARED_DEVICE_CODE]
             del result  # a rebuilt tree that changed nothing goes now, not after the next rule's visit
         fixed.extend(f for f in state.findings if f.fixed)
         if not pass_changed:

@@ -239,7 +239,8 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
         kept, candidates = candidates, None
         if not kept:  # nothing may act: this pass would settle with no finding
             return module, fixed, source
-        state = RunState(config=config, suppressions=suppressions, role=role, source=source, source_module=module)
+        state = RunState(config=config, suppressions=suppressions, role=role, source=source, source_module=module,
+                         original=original)
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False

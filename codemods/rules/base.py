@@ -27,6 +27,7 @@ from ..analysis.tree import line_of, mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
 from ..findings import Finding, Safety
+from ..positions import OriginMap
 from ..suppression import Suppressions
 
 # Asked before each fix is applied: (code, line, column, message) -> apply it? Used by
@@ -64,8 +65,10 @@ class RunState:
     role: FileRole = field(default_factory=FileRole)  # what the project index says of this file
     source: str = ""  # the text of ``source_module``, the tree the pass started from
     source_module: cst.Module | None = None
+    original: str = ""  # the file's text before the first pass (what the user wrote)
     allow: Allow | None = None  # None: every fix the configuration enables is applied
     cpu_scopes: tuple | None = None  # (module, {id(scope): CPU tensor makers}, {id(scope): any left there})
+    origins: tuple | None = None  # (current text, OriginMap to ``original``) for ``written_by_user``
     device_places: tuple | None = None  # (module, DevicePlaces, index of the first statement reading the device)
 
 
@@ -156,6 +159,23 @@ class Rule(VisitorBasedCodemodCommand):
     def device_for(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The device expression for ``node`` (an original node), or None where none is safe."""
         return self.devices.expression_for(node, self.REPLACES_CUDA)
+
+    def written_by_user(self, node: cst.CSTNode) -> bool:
+        """Did the user write ``node``, word for word where it is, or did a fix of an earlier pass
+        make it (``.cuda()`` that DM302 turned into ``.to(device)``)?"""
+        current = self.module_text(self.tree)
+        if not self.state.original or current == self.state.original:
+            return True  # the first pass: everything is the user's
+        cached = self.state.origins
+        if cached is None or cached[0] != current:
+            cached = self.state.origins = (current, OriginMap(self.state.original, current))
+        line, column = self.position(node)
+        where = cached[1].origin(line, column)
+        if where is None:
+            return False
+        lines = self.state.original.splitlines(keepends=True)
+        written = "".join(lines[where[0] - 1:where[0] + 40])[where[1] - 1:]
+        return written.startswith(self.tree.code_for_node(node))
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         pos = self.get_metadata(PositionProvider, node, None)

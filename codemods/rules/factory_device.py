@@ -3,10 +3,12 @@
 Why: ``torch.zeros``, ``torch.randn``, ``torch.arange`` and friends create CPU
 tensors unless told otherwise. Combined with a model or batch on the GPU they fail
 with "Expected all tensors to be on the same device". Creating the tensor on the
-right device is also faster than creating it on the CPU and copying it
-(``torch.zeros(...).to(device)`` folds into ``torch.zeros(..., device=device)``; a random
-factory does not fold: drawn on the device, it would come from another generator and give
-other numbers for the same seed).
+right device is also faster than creating it on the CPU and copying it: where
+devmod's own fix leaves ``torch.zeros(...).to(device)`` (``.cuda()`` rewritten by DM302) it
+folds into ``torch.zeros(..., device=device)``. The user's own working ``.to(d)`` stays as
+written (the same tensor either way), unless it names the module's global device inside a
+model method, which gets the input's device. A random factory never folds: drawn on the
+device, it would come from another generator and give other numbers for the same seed.
 
 - In training code and at module level: ``device=device`` (the shared variable, or
   the function's ``device`` parameter).
@@ -518,7 +520,7 @@ class FactoryDevice(Rule):
             return None
         if self.devices.in_library_code(original):
             return None  # a library's working ``.to(d)``: same tensor either way, so it stays as written
-        device = self._device_argument(original)
+        written = device = self._device_argument(original)
         if device is None or not self._needs_device(func.value) \
                 or factory_name(self.metadata, func.value) in _RANDOM_FACTORIES:
             return None  # a random tensor drawn on the device comes from another generator: other numbers
@@ -526,6 +528,8 @@ class FactoryDevice(Rule):
                 and self.devices.place(original).kind is ScopeKind.MODEL_METHOD:
             found = self.device_for(original)  # the input's device, not the module's global
             device = device if found is None or guessed_from_parameters(found) else found
+        if device is written and self.written_by_user(original):
+            return None  # the user's own working ``.to(d)``: same tensor either way, so it stays as written
         inner = updated.func.value  # type: ignore[union-attr]
         return self.fix(original, updated, with_keyword(inner, "device", device),
                         "create the tensor on the device instead of copying it there")

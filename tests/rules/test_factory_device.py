@@ -44,6 +44,10 @@ def body(code: str) -> str:
     "x = torch.ones(3).cpu()",
     "x = torch.ones(3).float().numpy()",
     "x = torch.zeros_like(y)",
+    # the user's own working move: folding it into device= gives the same tensor, so it is churn
+    "x = torch.zeros(3).to(device)",
+    "x = torch.eye(3).to(y.device)",
+    "x = torch.eye(3).to(torch.device('cpu'))",
 ])
 def test_left_alone(line):
     assert body(line + "\nreturn x\n") == textwrap.indent(line + "\nreturn x\n", "    ")
@@ -54,9 +58,6 @@ def test_left_alone(line):
     ("x = torch.zeros(*shape)", "x = torch.zeros(*shape, device=device)"),
     ("x = torch.zeros(3).to(torch.float16)", "x = torch.zeros(3, device=device).to(torch.float16)"),
     ("x = torch.zeros(3).to(dtype=torch.long)", "x = torch.zeros(3, device=device).to(dtype=torch.long)"),
-    ("x = torch.zeros(3).to(device)", "x = torch.zeros(3, device=device)"),
-    ("x = torch.eye(3).to(y.device)", "x = torch.eye(3, device=y.device)"),
-    ("x = torch.eye(3).to(torch.device('cpu'))", "x = torch.eye(3, device=torch.device('cpu'))"),
     ("x = torch.tensor([1, 2], dtype=torch.long)", "x = torch.tensor([1, 2], dtype=torch.long, device=device)"),
     ("x = torch.full((2,), 0.5)", "x = torch.full((2,), 0.5, device=device)"),
     ("x = torch.zeros(())", "x = torch.zeros((), device=device)"),
@@ -553,3 +554,21 @@ def test_an_input_handed_over_beside_a_model_built_right_there_stays():
     """, all_rules=True)
     assert "torch.zeros((2, 8, 4, 4))," in out
     assert "net(torch.ones(1, 2, device=device))" in out
+
+
+def test_only_devmods_own_move_is_folded():
+    """cleanrl's rollout buffers, ``torch.zeros(...).to(device)`` in driver code, already work: the
+    fold into ``device=`` was churn in 32 hunks. The ``.to(device)`` that DM302 writes for a
+    ``.cuda()`` in the first pass is devmod's own, and the next pass folds it."""
+    out = fix("""\
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        def rollout(steps, envs):
+            rewards = torch.zeros((steps, envs)).to(device)
+            values = torch.zeros(steps).cuda()
+            return rewards, values
+        """, all_rules=True)
+    assert "rewards = torch.zeros((steps, envs)).to(device)\n" in out
+    assert "values = torch.zeros(steps, device=device)\n" in out

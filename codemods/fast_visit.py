@@ -23,6 +23,7 @@ from typing import Mapping
 
 import libcst as cst
 from libcst import CSTNode, CSTVisitor
+from libcst._batched_visitor import _BatchedCSTVisitor
 
 from .analysis.tree import children_of
 
@@ -80,11 +81,21 @@ def _is_self_attribute(node: ast.AST, name: str | None) -> bool:
 def _visit(self: CSTNode, visitor):  # type: ignore[no-untyped-def]
     if not isinstance(visitor, CSTVisitor):
         return _ORIGINAL_VISIT(self, visitor)
+    hooks = _attribute_hooks(visitor)
+    if hooks is None:
+        _visit_fields(self, visitor)
+    else:  # every visitor of the metadata devmod resolves: per-field calls only where they do something
+        _visit_nodes(self, visitor, visitor.on_visit, visitor.on_leave, hooks, {})
+    return self
+
+
+def _visit_fields(self: CSTNode, visitor: CSTVisitor) -> None:
     fields = _FIELDS.get(type(self), False)
     if fields is False:
         fields = visited_fields(type(self))
     if fields is None:
-        return _ORIGINAL_VISIT(self, visitor)
+        _ORIGINAL_VISIT(self, visitor)
+        return
     if visitor.on_visit(self):
         for name in fields:
             visitor.on_visit_attribute(self, name)
@@ -96,7 +107,65 @@ def _visit(self: CSTNode, visitor):  # type: ignore[no-untyped-def]
                     child.visit(visitor)
             visitor.on_leave_attribute(self, name)  # also for None / MaybeSentinel, as libcst does
     visitor.on_leave(self)
-    return self
+
+
+def _visit_nodes(self: CSTNode, visitor: CSTVisitor, on_visit, on_leave,  # type: ignore[no-untyped-def]
+                 hooks: frozenset[str], hooked: dict[type, frozenset[str]]) -> None:
+    """``_visit_fields`` for a visitor whose ``on_visit_attribute``/``on_leave_attribute`` only call
+    its ``visit_<Node>_<field>``/``leave_<Node>_<field>`` methods (``hooks``, their names): the same
+    calls in the same order, without a call per field that finds no method and without an
+    ``isinstance`` against libcst's abstract node class per value (most of a metadata resolution)."""
+    kind = type(self)
+    fields = _FIELDS.get(kind, False)
+    if fields is False:
+        fields = visited_fields(kind)
+    if fields is None:
+        _ORIGINAL_VISIT(self, visitor)
+        return
+    if on_visit(self):
+        named = hooked.get(kind)
+        if named is None:
+            type_name = kind.__name__
+            named = hooked[kind] = frozenset(
+                name for name in fields
+                if f"visit_{type_name}_{name}" in hooks or f"leave_{type_name}_{name}" in hooks)
+        for name in fields:
+            if named and name in named:
+                visitor.on_visit_attribute(self, name)
+            value = getattr(self, name)
+            value_kind = type(value)
+            if value_kind is tuple or value_kind is list:
+                for child in value:
+                    _visit_nodes(child, visitor, on_visit, on_leave, hooks, hooked)
+            else:
+                is_node = _IS_NODE.get(value_kind)
+                if is_node is None:
+                    is_node = _IS_NODE[value_kind] = issubclass(value_kind, CSTNode)
+                if is_node:
+                    _visit_nodes(value, visitor, on_visit, on_leave, hooks, hooked)
+            if named and name in named:
+                visitor.on_leave_attribute(self, name)
+    on_leave(self)
+
+
+_IS_NODE: dict[type, bool] = {}
+_CLASS_HOOKS: dict[type, frozenset[str] | None] = {}
+
+
+def _attribute_hooks(visitor: CSTVisitor) -> frozenset[str] | None:
+    """The names of the visitor's ``visit_<Node>_<field>``/``leave_<Node>_<field>`` methods (not
+    libcst's empty stubs), when its per-field calls do nothing else; None when they may."""
+    kind = type(visitor)
+    if kind is _BatchedCSTVisitor:  # its per-field calls run the batched methods of those names
+        return frozenset(name for name in visitor.visitor_methods if "_" in name.partition("_")[2])
+    if kind not in _CLASS_HOOKS:
+        plain = (kind.on_visit_attribute is CSTVisitor.on_visit_attribute
+                 and kind.on_leave_attribute is CSTVisitor.on_leave_attribute)
+        _CLASS_HOOKS[kind] = frozenset(
+            name for name in dir(kind)
+            if name.startswith(("visit_", "leave_")) and "_" in name.partition("_")[2]
+            and getattr(kind, name) is not getattr(CSTVisitor, name, None)) if plain else None
+    return _CLASS_HOOKS[kind]
 
 
 def install() -> None:

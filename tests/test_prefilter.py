@@ -67,7 +67,11 @@ CASES = {
               "import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nopt.load_state_dict(s)\n"),
     "DM404": ("import torch.nn as nn\nnet = nn.DataParallel(build())\n",
               "import torch.nn as nn\nnet = nn.DataParallel(model)\n"),
-    "DM405": ("import torch\nbetas = torch.linspace(0, 1, 10)\n\ndef q(t):\n    return betas[t]\n",
+    # (an index a function binds itself reads only its own binding, not another function's .to(device);
+    # .to(dtype=...) keeps a tensor where it is)
+    "DM405": ("import torch\nbetas = torch.linspace(0, 1, 10)\n\ndef q(t):\n    return betas[t]\n\n"
+              "def r(n, device):\n    t = torch.randint(0, 10, (n,)).to(device)\n    return t\n\n"
+              "def s(args):\n    t = args[0]\n    k = torch.floor(betas).to(dtype=torch.long)\n    return betas[t] + betas[k]\n",
               "import torch\nbetas = torch.linspace(0, 1, 10)\nt = torch.randint(0, 10, (4,)).to(device)\nb = betas[t]\n"),
 }
 

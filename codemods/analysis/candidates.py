@@ -270,6 +270,24 @@ class FileFacts:
         return [node.value for node in self.nodes(ast.Assign)  # type: ignore[attr-defined]
                 if any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]  # type: ignore[attr-defined]
 
+    def values_read_by(self, name: ast.Name) -> list[ast.expr]:
+        """The values of the ``name = value`` assignments that ``name`` may read: only those of its
+        own function when that function surely binds the name (Python reads no other binding
+        there), else every one in the file (``assigned_values``)."""
+        child: ast.AST = name
+        for parent in self.ancestors(name):
+            if isinstance(parent, (*_FUNCTIONS, ast.Lambda)):
+                body = parent.body if isinstance(parent.body, list) else [parent.body]  # type: ignore[attr-defined]
+                if child not in body or isinstance(parent, ast.Lambda):
+                    break  # a default or decorator (the enclosing scope), or a lambda: look everywhere
+                local, declared = self._bindings(parent)
+                if name.id in local and name.id not in declared:
+                    return [node.value for node in _own_scope(body) if isinstance(node, ast.Assign)
+                            and any(isinstance(t, ast.Name) and t.id == name.id for t in node.targets)]
+                break
+            child = parent
+        return self.assigned_values(name.id)
+
     def device_definition_names(self) -> set[str]:
         """Names a module-level assignment may define as a device (``is_device_definition``)."""
         found = set()

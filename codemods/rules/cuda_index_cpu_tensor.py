@@ -311,14 +311,16 @@ def _may_be_on_device(facts: FileFacts, expr: ast.AST, depth: int, seen: set[str
         return False
     while isinstance(expr, ast.Call):
         method = method_name(expr)
-        if method in ("cuda", "to") or "device" in {k.arg for k in expr.keywords}:
-            return True
+        if method == "cuda" or "device" in {k.arg for k in expr.keywords} or (method == "to" and expr.args):
+            return True  # (``.to(dtype=...)`` alone keeps a tensor where it is)
+        if method == "to":
+            return False
         if method not in _SAME_DEVICE_METHODS:
             return False
         expr = expr.func.value  # type: ignore[attr-defined]
     if isinstance(expr, ast.Name) and expr.id not in seen and not facts.parameter_here(expr):
         seen.add(expr.id)
-        return any(_may_be_on_device(facts, value, depth + 1, seen) for value in facts.assigned_values(expr.id))
+        return any(_may_be_on_device(facts, value, depth + 1, seen) for value in facts.values_read_by(expr))
     return False
 
 

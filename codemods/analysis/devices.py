@@ -499,9 +499,29 @@ class DeviceLookup:
         if function.name.value == "forward" and params:
             first = params[0]
             if first.default is None and first.annotation is None and first.name.value not in _NON_TENSOR_PARAMS \
-                    and not _COUNT_NAME.search(first.name.value):
+                    and not _COUNT_NAME.search(first.name.value) and not _used_as_container(function, first.name.value):
                 return first.name.value
         return None
+
+
+_MAPPING_METHODS = frozenset({"items", "keys", "values", "get"})
+
+
+def _used_as_container(function: cst.FunctionDef, name: str) -> bool:
+    """``outputs["pred_boxes"]``, ``outputs.items()``, ``for t in targets``: the parameter is a dict
+    or a list of tensors (detr's matcher takes the model's output dict), which has no ``.device``."""
+    for node in walk(function.body):
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == name:
+            index = node.slice[0].slice if len(node.slice) == 1 else None
+            if isinstance(index, cst.Index) and isinstance(index.value, (cst.SimpleString, cst.ConcatenatedString,
+                                                                         cst.FormattedString)):
+                return True
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name \
+                and node.attr.value in _MAPPING_METHODS:
+            return True
+        elif isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.iter, cst.Name) and node.iter.value == name:
+            return True
+    return False
 
 
 # Read only on a torch tensor (a NumPy array has none of them, or ``size`` as a number).

@@ -770,6 +770,14 @@ class _GroupFinder:
                     return host or (self._host_only(node.left) and self._host_only(node.right))
             elif isinstance(node, cst.UnaryOperation):
                 node = node.expression
+            elif isinstance(node, (cst.Tuple, cst.List)) and self.alias_depth < _MAX_DEPTH:
+                # ``torch.stack((inputs, inputs))``: on the CPU where one of its tensors is held out
+                self.alias_depth += 1
+                try:
+                    return host or any(self._held_out(e.value) for e in node.elements
+                                       if not isinstance(e, cst.StarredElement))
+                finally:
+                    self.alias_depth -= 1
             elif isinstance(node, cst.Name) and self.alias_depth < _MAX_DEPTH:
                 return self._alias_held_out(node)  # ``target = y_train``
             elif isinstance(node, cst.Attribute):

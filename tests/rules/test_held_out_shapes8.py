@@ -30,3 +30,29 @@ def test_a_dict_of_outputs_is_no_device_source():
                 return torch.as_tensor(order, dtype=torch.int64)
     """)
     assert result.output == source and not result.findings
+
+
+def test_a_batch_stacked_from_a_tensor_kept_on_the_cpu_moves_with_its_model():
+    # LLMs-from-scratch ch03: ``inputs`` stays on the CPU (it fills a CPU buffer and its first
+    # model is reported); ``batch`` is ``torch.stack`` of it. The model fed ``batch`` moved alone.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+        inputs = torch.tensor([[0.4, 0.1], [0.5, 0.8]])
+        anchor = inputs[1]
+        scores = torch.empty(inputs.shape[0])
+        for i, row in enumerate(inputs):
+            scores[i] = torch.dot(row, anchor)
+        print(scores)
+
+        first = nn.Linear(2, 2)
+        print(first(inputs))
+        batch = torch.stack((inputs, inputs), dim=0)
+        head = nn.Linear(2, 2)
+        print(head(batch))
+    """)
+    out = result.output
+    assert "inputs = torch.tensor([[0.4, 0.1], [0.5, 0.8]])\n" in out  # kept on the CPU
+    assert "head = nn.Linear(2, 2).to(device)" in out
+    assert "batch = torch.stack((inputs, inputs), dim=0).to(device)" in out  # moved with it

@@ -665,6 +665,8 @@ class _GroupFinder:
     def _host_tuple(self, value: cst.BaseExpression) -> bool:
         if not isinstance(value, cst.Call):
             return False
+        if self._next_batch(value):
+            return True
         if dotted(value.func) == "map" and value.args \
                 and qualified_names(self.metadata, value.args[0].value) & HOST_MAKERS:
             return True
@@ -684,6 +686,23 @@ class _GroupFinder:
                 owners = [h for h in self.tuple_helpers if h.endswith(f".{func.attr.value}")]
                 return len(owners) == 1
         return False
+
+    def _next_batch(self, value: cst.Call) -> bool:
+        """``next(iter(loader))`` or ``next(batches)`` after ``batches = iter(loader)``: one CPU batch
+        of a DataLoader, taken by hand instead of in a ``for`` loop (DM203 moves those)."""
+        if dotted(value.func) != "next" or len(value.args) != 1:
+            return False
+        source = value.args[0].value
+        if isinstance(source, cst.Name):
+            bindings = scope_bindings(self.metadata[ScopeProvider].get(source), source.value)
+            if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Name):
+                return False
+            statement = self.parents.get(self.parents.get(bindings[0].node))
+            if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1):
+                return False
+            source = statement.value
+        return isinstance(source, cst.Call) and dotted(source.func) == "iter" and len(source.args) == 1 \
+            and find_loader(self.metadata, source.args[0].value) is not None
 
     def _reaching_binding(self, use: cst.Name) -> cst.Name | None:
         """The assignment target whose value ``use`` reads: the only binding, or in straight-line

@@ -56,3 +56,21 @@ def test_a_batch_stacked_from_a_tensor_kept_on_the_cpu_moves_with_its_model():
     assert "inputs = torch.tensor([[0.4, 0.1], [0.5, 0.8]])\n" in out  # kept on the CPU
     assert "head = nn.Linear(2, 2).to(device)" in out
     assert "batch = torch.stack((inputs, inputs), dim=0).to(device)" in out  # moved with it
+
+
+def test_a_batch_taken_with_next_moves_with_its_model():
+    # LLMs-from-scratch ch02: ``inputs, targets = next(data_iter)`` fed an embedding that moved alone.
+    source, result = run("""\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        ids = torch.randint(0, 50, (16, 4))
+        loader = DataLoader(TensorDataset(ids, ids), batch_size=4)
+        embed = torch.nn.Embedding(50, 8)
+        batches = iter(loader)
+        inputs, targets = next(batches)
+        print(embed(inputs).shape)
+    """)
+    out = result.output
+    assert "embed = torch.nn.Embedding(50, 8).to(device)" in out
+    assert "inputs, targets = next(batches)\ninputs, targets = inputs.to(device), targets.to(device)\n" in out

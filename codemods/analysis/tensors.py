@@ -496,7 +496,8 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
         call = parents.get(parent)
         if isinstance(call, cst.Call):
             names = qualified_names(metadata, call.func) | {dotted(call.func) or ""}
-            return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) or n.startswith(_CPU_LIBRARIES) for n in names)
+            return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) or n.startswith(_CPU_LIBRARIES) for n in names) \
+                or _plotted_by_own_function(metadata, call, parent)
     if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in methods:
         return True
     if loops and isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
@@ -504,6 +505,42 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
     if bools and _read_as_bool(parent, node):
         return True
     return False
+
+
+def _plotted_by_own_function(metadata: Mapping, call: cst.Call, arg: cst.Arg) -> bool:
+    """``plot_losses(epochs, losses)`` where the file's own ``def plot_losses(epochs_seen, ...)``
+    hands that parameter straight to a NumPy-based library (``ax.plot(epochs_seen, ...)``, which
+    calls ``np.asarray``): a CUDA tensor fails there, after the whole training run."""
+    if not isinstance(call.func, cst.Name) or arg.star:
+        return False
+    bindings = scope_bindings(metadata[ScopeProvider].get(call.func), call.func.value)
+    function = bindings[0].node if len(bindings) == 1 else None
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    params = [*function.params.posonly_params, *function.params.params]
+    if arg.keyword is not None:
+        chosen = next((p for p in (*params, *function.params.kwonly_params) if p.name.value == arg.keyword.value), None)
+    else:
+        index = [a for a in call.args if a.keyword is None].index(arg)
+        chosen = params[index] if index < len(params) else None
+    if chosen is None:
+        return False
+    name = chosen.name.value
+    for node in walk(function.body):
+        if isinstance(node, cst.Arg) and isinstance(node.value, cst.Name) and node.value.value == name:
+            inner = metadata[ParentNodeProvider].get(node)
+            if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
+                    and inner.func.attr.value in _PLOTTING_METHODS:
+                return True  # ``ax.plot(x, ...)``: an Axes made by matplotlib
+            if isinstance(inner, cst.Call) and any(n.startswith(_CPU_LIBRARIES) for n in
+                                                   qualified_names(metadata, inner.func) | {dotted(inner.func) or ""}):
+                return True
+    return False
+
+
+# Methods of matplotlib's Axes (``fig, ax = plt.subplots()``) that turn their data into NumPy arrays.
+_PLOTTING_METHODS = frozenset({"plot", "scatter", "bar", "barh", "hist", "imshow", "fill_between", "errorbar",
+                               "semilogy", "semilogx", "loglog", "step", "stem", "contour", "contourf"})
 
 
 def _read_as_bool(parent: cst.CSTNode | None, node: cst.CSTNode) -> bool:

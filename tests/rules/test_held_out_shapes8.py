@@ -74,3 +74,26 @@ def test_a_batch_taken_with_next_moves_with_its_model():
     out = result.output
     assert "embed = torch.nn.Embedding(50, 8).to(device)" in out
     assert "inputs, targets = next(batches)\ninputs, targets = inputs.to(device), targets.to(device)\n" in out
+
+
+def test_a_tensor_handed_to_the_files_own_plotting_function_stays_on_the_cpu():
+    # LLMs-from-scratch gpt_train.py: ``torch.linspace`` of epochs handed to ``plot_losses``, which
+    # gives it to ``ax.plot`` (NumPy inside): on a GPU it failed after the whole training run.
+    source, result = run("""\
+        import matplotlib.pyplot as plt
+        import torch
+
+
+        def show(xs, ys):
+            fig, ax = plt.subplots()
+            ax.plot(xs, ys)
+            fig.savefig("curve.png")
+
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = torch.nn.Linear(2, 1).to(device)
+            values = [model(torch.ones(1, 2, device=device)).item() for _ in range(3)]
+            show(torch.linspace(0, 1, len(values)), values)
+    """)
+    assert result.output == source and not result.findings

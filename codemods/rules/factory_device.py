@@ -419,6 +419,9 @@ class FactoryDevice(Rule):
                     and (self._unplaced_object(callee.func) or self._pinned_to_cpu(callee.func)
                          or blocked_callee(self.metadata, self.model_groups(), callee.func)):
                 return True
+            if isinstance(callee.func, cst.Attribute) and isinstance(callee.func.value, cst.Name) \
+                    and self._pinned_to_cpu(callee.func.value):
+                return True  # ``policy.act(obs, hxs)`` of a policy loaded with ``map_location="cpu"``
         return False
 
     def _pinned_to_cpu(self, name: cst.Name) -> bool:
@@ -437,6 +440,8 @@ class FactoryDevice(Rule):
                 device = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"]
                 if method == "to" and node.args and always_cpu(node.args[0].value):
                     device = [node.args[0].value]
+                if "torch.load" in qualified_names(self.metadata, node.func):  # a checkpoint loaded onto the CPU
+                    device = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "map_location"]
                 if method == "cpu" or (device and always_cpu(device[0])):
                     pinned = True
         return pinned and not any(_moves_itself_somewhere(self.metadata, use, name.value)
@@ -457,6 +462,9 @@ class FactoryDevice(Rule):
             value = assign.value
             if moved_in_chain(self.metadata, value) or _moved_by_method(value):
                 return False
+            if "torch.load" in qualified_names(self.metadata, value.func) and self.state.config.enabled("DM302") \
+                    and not any(a.keyword is not None and a.keyword.value == "map_location" for a in value.args):
+                return False  # DM302 loads it onto the device (``map_location=device``): its inputs go there too
             inner = value
             while isinstance(inner.func, cst.Attribute) and isinstance(inner.func.value, cst.Call):
                 inner = inner.func.value
@@ -508,9 +516,11 @@ class FactoryDevice(Rule):
             self._model_names = model_variables(self.metadata, self.tree, self.facts)
         for callee in self._calls_fed(call):
             if is_model_callee(callee.func, self._model_names) or is_loss_callee(callee.func):
-                return not blocked_callee(self.metadata, self.model_groups(), callee.func)
+                return not blocked_callee(self.metadata, self.model_groups(), callee.func) \
+                    and not (isinstance(callee.func, cst.Name) and self._pinned_to_cpu(callee.func))
             if is_model_method_call(callee.func, self._model_names):  # ``agent.act(obs)``
-                return not blocked_callee(self.metadata, self.model_groups(), callee.func.value)
+                return not blocked_callee(self.metadata, self.model_groups(), callee.func.value) \
+                    and not self._pinned_to_cpu(callee.func.value)
         return False
 
     def _fold_to(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:

@@ -97,3 +97,33 @@ def test_a_tensor_handed_to_the_files_own_plotting_function_stays_on_the_cpu():
             show(torch.linspace(0, 1, len(values)), values)
     """)
     assert result.output == source and not result.findings
+
+
+def test_the_state_of_a_policy_loaded_onto_the_cpu_stays_with_it():
+    # pytorch-a2c-ppo-acktr-gail enjoy.py: the policy is loaded with map_location="cpu" on purpose;
+    # its hidden state, masks and observations were moved without it.
+    source, result = run("""\
+        import numpy as np
+        import torch
+
+        policy = torch.load("policy.pt", map_location="cpu", weights_only=False)
+        hidden = torch.zeros(1, policy.hidden_size)
+        masks = torch.zeros(1, 1)
+        obs = torch.from_numpy(np.zeros((1, 4), dtype="float32"))
+        for step in range(3):
+            action, hidden = policy.act(obs, hidden, masks)
+    """)
+    assert result.output == source and not result.findings
+
+
+def test_the_input_of_a_model_that_devmod_loads_onto_the_device_moves_with_it():
+    # ``torch.load`` of a whole model gets ``map_location=device`` (DM302); its input stayed behind.
+    source, result = run("""\
+        import torch
+
+        model = torch.load("model.pt")
+        x = torch.randn(1, 4)
+        print(model(x))
+    """)
+    assert 'model = torch.load("model.pt", map_location=device)' in result.output
+    assert "x = torch.randn(1, 4, device=device)" in result.output

@@ -401,6 +401,12 @@ class DeviceLookup:
             elif isinstance(parent, cst.ClassDef):
                 return
 
+    def cuda_is_the_ranks(self, node: cst.CSTNode) -> bool:
+        """One process per GPU that calls ``torch.cuda.set_device`` (itself or through a project
+        helper): a bare ``.cuda()`` / ``"cuda"`` in its driver code already is the rank's own GPU."""
+        return self.per_rank and self.role.sets_cuda_device \
+            and self.place(node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION, ScopeKind.OTHER_METHOD)
+
     def why_no_device(self, node: cst.CSTNode) -> str:
         """A one-line reason for a report where ``expression_for`` gave None."""
         kind = self.place(node).kind

@@ -53,6 +53,9 @@ class FileRole:
     star_names: frozenset[str] = frozenset()  # variables its star imports of project files bring
     training_loops: frozenset[str] = frozenset()  # ``train``, ``d2l.train_ch3``: project loops that feed a model handed in
     cpu_resident: frozenset[str] = frozenset()  # model classes whose methods bring results back with ``.cpu()``
+    # It calls ``torch.cuda.set_device``, itself or through a project function (dino's and detr's
+    # ``init_distributed_mode``): per rank, a bare ``.cuda()`` / ``"cuda"`` then is the rank's GPU.
+    sets_cuda_device: bool = False
 
 
 @dataclass
@@ -76,6 +79,8 @@ class _Summary:
     references: dict[str, set[str]] = field(default_factory=dict)  # context -> names loaded there
     has_main: bool = False
     does_work: bool = False  # top-level loops, ``with`` blocks or calls made for their effect
+    sets_cuda_device: bool = False  # the file calls ``torch.cuda.set_device`` somewhere
+    cuda_device_setters: set[str] = field(default_factory=set)  # its functions that call it
 
 
 def module_names(path: str) -> tuple[str, ...]:
@@ -152,6 +157,8 @@ def summarise(path: str, source: str) -> _Summary | None:
                 summary.tensor_helpers.add(stmt.name)
             if _feeds_a_handed_model(stmt, nodes):
                 summary.loop_functions.add(stmt.name)
+            if _calls_set_device(nodes):
+                summary.cuda_device_setters.add(stmt.name)
             args = stmt.args
             signature = [*stmt.decorator_list, stmt.returns, args.vararg, args.kwarg,
                          *(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))]
@@ -170,6 +177,8 @@ def summarise(path: str, source: str) -> _Summary | None:
         else:
             _collect_loads(summary, _TOP, ast_nodes(stmt))
     summary.does_work = _does_work(tree.body)
+    summary.sets_cuda_device = bool(summary.cuda_device_setters) or _calls_set_device(
+        [n for stmt in tree.body if stmt not in walked for n in ast_nodes(stmt)])
     _collect_variables(summary, tree.body)
     _holders_of_cpu_resident(summary, [s for s in tree.body if isinstance(s, ast.ClassDef)])
     functions = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -182,6 +191,11 @@ def summarise(path: str, source: str) -> _Summary | None:
                 summary.tensor_helpers.add(stmt.name)
                 grown = True
     return summary
+
+
+def _calls_set_device(nodes: Iterable[ast.AST]) -> bool:
+    return any(isinstance(n, ast.Call) and _dotted(n.func) in ("torch.cuda.set_device", "cuda.set_device")
+               for n in nodes)
 
 
 def _does_work(body: list[ast.stmt]) -> bool:
@@ -503,7 +517,14 @@ class ProjectIndex:
         imported = summary.path in self.imported or os.path.basename(summary.path) == "hubconf.py" or (
             not summary.has_main and not summary.does_work
             and os.path.exists(os.path.join(os.path.dirname(summary.path), "__init__.py")))
+        setters = {name for name, (file, original) in visible.items()
+                   if file in self.files and original in self.files[file].cuda_device_setters}
+        for local, module in summary.module_aliases.items():  # ``utils.init_distributed_mode(args)``
+            setters |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.cuda_device_setters}
+        sets_cuda_device = summary.sets_cuda_device or any(
+            name in setters for names in summary.references.values() for name in names)
         return FileRole(imported=imported, training_loops=frozenset(loops), cpu_resident=frozenset(cpu_resident),
+                        sets_cuda_device=sets_cuda_device,
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
                         main_only=frozenset(self._main_only(summary)),

@@ -80,7 +80,8 @@ class CudaCall(Rule):
             return updated_node
         device = self.device_for(original_node)
         if device is None:
-            if not gpu_only(self.metadata, original_node):  # ``if self.gpu_mode: x.cuda()`` is correct code
+            # ``if self.gpu_mode: x.cuda()`` is correct code, and so is ``.cuda()`` after ``set_device``
+            if not gpu_only(self.metadata, original_node) and not self.devices.cuda_is_the_ranks(original_node):
                 self.report(original_node, "`.cuda()` not rewritten: " + self.devices.why_no_device(original_node))
             return updated_node
         func = updated_node.func

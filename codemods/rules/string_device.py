@@ -34,7 +34,7 @@ from libcst.metadata import ScopeProvider
 
 from ..analysis.candidates import CUDA_STRINGS, FileFacts, method_name
 from ..analysis.guards import gpu_only
-from ..analysis.devices import DEVICE_LIKE_NAMES, guessed_from_parameters, hardcoded_cuda, is_torch_device_call
+from ..analysis.devices import DEVICE_LIKE_NAMES, cuda_string, guessed_from_parameters, hardcoded_cuda, is_torch_device_call
 from ..analysis.names import keyword, positional, qualified_names
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
@@ -200,6 +200,8 @@ class StringDevice(Rule):
         if device is None:
             if gpu_only(self.metadata, original_node):
                 return updated_node  # correct code where it runs (the author checked for a GPU): nothing to report
+            if cuda_string(original_node.value) == "cuda" and self.devices.cuda_is_the_ranks(original_node):
+                return updated_node  # after ``torch.cuda.set_device``, "cuda" is the rank's GPU: correct code
             self.report(original_node, "hard-coded CUDA device not rewritten: "
                         + self.devices.why_no_device(original_node))
             return updated_node

@@ -127,3 +127,47 @@ def test_the_input_of_a_model_that_devmod_loads_onto_the_device_moves_with_it():
     """)
     assert 'model = torch.load("model.pt", map_location=device)' in result.output
     assert "x = torch.randn(1, 4, device=device)" in result.output
+
+
+def test_cuda_after_a_project_helper_set_the_ranks_device_is_not_reported(tmp_path):
+    # dino and detr: ``utils.init_distributed_mode`` calls ``torch.cuda.set_device(gpu)``; after it,
+    # ``.cuda()`` and ``"cuda"`` are the rank's own GPU. 22 reports said "use the rank's device".
+    from codemods.analysis.project import ProjectIndex
+
+    helper = textwrap.dedent("""\
+        import torch
+        import torch.distributed as dist
+
+
+        def init_distributed_mode(args):
+            dist.init_process_group("nccl")
+            torch.cuda.set_device(args.gpu)
+
+
+        class Meter:
+            def sync(self, count):
+                t = torch.tensor([count], dtype=torch.float64, device="cuda")
+                dist.all_reduce(t)
+    """)
+    script = textwrap.dedent("""\
+        import torch
+        import torch.distributed as dist
+        import utils
+
+
+        def main(args):
+            utils.init_distributed_mode(args)
+            model = torch.nn.Linear(2, 2).cuda()
+            t = torch.zeros(2, device="cuda")
+            dist.all_reduce(t)
+    """)
+    lone = script.replace("    utils.init_distributed_mode(args)\n", "    dist.init_process_group('nccl')\n")
+    files = {tmp_path / "utils.py": helper, tmp_path / "train.py": script, tmp_path / "lone.py": lone}
+    index = ProjectIndex.build([(str(path), text) for path, text in files.items()])
+    for path, text in files.items():
+        result = transform_source(text, str(path), role=index.role_for(str(path)))
+        assert result.output == text
+        if path.name == "lone.py":  # no set_device anywhere: every rank would use GPU 0, a true report
+            assert {f.code for f in result.findings} == {"DM102", "DM103"}
+        else:
+            assert not result.findings, path.name

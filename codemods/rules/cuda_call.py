@@ -79,6 +79,8 @@ class CudaCall(Rule):
         if any(a.keyword is not None and a.keyword.value not in ("non_blocking", "memory_format") for a in args):
             return updated_node
         device = self.device_for(original_node)
+        if device is not None and gpu_only(self.metadata, original_node) and self.devices.in_library_code(original_node):
+            return updated_node  # ``if a.is_cuda: a = a.cuda()`` in library code: correct, and no global device there
         if device is None:
             # ``if self.gpu_mode: x.cuda()`` is correct code, and so is ``.cuda()`` after ``set_device``
             if not gpu_only(self.metadata, original_node) and not self.devices.cuda_is_the_ranks(original_node):

@@ -171,3 +171,27 @@ def test_cuda_after_a_project_helper_set_the_ranks_device_is_not_reported(tmp_pa
             assert {f.code for f in result.findings} == {"DM102", "DM103"}
         else:
             assert not result.findings, path.name
+
+
+def test_cuda_under_an_is_cuda_test_in_library_code_stays(tmp_path):
+    # pytorch-a2c-ppo-acktr-gail kfac.py: ``if is_cuda: a = a.cuda()`` in a library module got a
+    # module-level global device of its own.
+    from codemods.analysis.project import ProjectIndex
+
+    library = textwrap.dedent("""\
+        import torch
+
+
+        def ones_like_rows(a):
+            is_cuda = a.is_cuda
+            a = torch.ones(a.size(0), 1)
+            if is_cuda:
+                a = a.cuda()
+            return a
+    """)
+    script = "import torch\nfrom stats import ones_like_rows\n\nif __name__ == '__main__':\n" \
+             "    print(ones_like_rows(torch.randn(4, 2)))\n"
+    files = {tmp_path / "stats.py": library, tmp_path / "run.py": script}
+    index = ProjectIndex.build([(str(path), text) for path, text in files.items()])
+    result = transform_source(library, str(tmp_path / "stats.py"), role=index.role_for(str(tmp_path / "stats.py")))
+    assert result.output == library and not result.findings

@@ -17,7 +17,7 @@ from .roles import factory_name
 from .scopes import assigned_value, scope_bindings
 from .tree import ancestors, in_source_order, line_of, walk
 
-_CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler")
+_CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler", "Subset")
 # Libraries that turn their argument into a NumPy array: a CUDA tensor fails there.
 # ``math`` reads Python numbers: one device sync per element on a GPU.
 _CPU_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "seaborn.", "PIL.", "cv2.", "math.")

@@ -40,6 +40,7 @@ from libcst.metadata import Assignment, ParentNodeProvider, ScopeProvider
 from ..analysis.candidates import FileFacts
 from ..analysis.loops import loader_source
 from ..analysis.modules import called_on_import, single_assigned_value
+from ..analysis.guards import gpu_only
 from ..analysis.names import dotted, keyword, keyword_arg, method_call, positional, qualified_names, \
     torch_module_alias
 from ..analysis.roles import factory_name, is_loader_constructor
@@ -298,6 +299,8 @@ class LegacyCuda(Rule):
         shape = self._shape(call)
         assert dtype is not None
         if shape is None or (fill is not None and shape[0] != "sizes"):
+            if gpu_only(self.metadata, node):
+                return updated  # ``if x.is_cuda: torch.cuda.FloatTensor(mean)``: correct where it runs
             self.report(node, "legacy CUDA tensor constructor not rewritten: cannot tell whether its argument "
                               "is a size or data; write torch.empty(size, ...) or torch.tensor(data, ...) with "
                               "device=")

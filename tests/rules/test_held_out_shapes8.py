@@ -195,3 +195,40 @@ def test_cuda_under_an_is_cuda_test_in_library_code_stays(tmp_path):
     index = ProjectIndex.build([(str(path), text) for path, text in files.items()])
     result = transform_source(library, str(tmp_path / "stats.py"), role=index.role_for(str(tmp_path / "stats.py")))
     assert result.output == library and not result.findings
+
+
+def test_a_cuda_tensor_type_under_an_is_cuda_test_is_not_reported():
+    # dino utils.PCA: ``torch.cuda.FloatTensor(self.mean)`` runs only for a CUDA input.
+    source, result = run("""\
+        import torch
+
+
+        class Centre:
+            def __init__(self, mean):
+                self.mean = mean
+
+            def apply(self, x):
+                if x.is_cuda:
+                    return x - torch.cuda.FloatTensor(self.mean)
+                return x - torch.FloatTensor(self.mean)
+    """)
+    assert result.output == source and not result.findings
+
+
+def test_a_permutation_that_splits_a_dataset_stays_on_the_cpu():
+    # efficient_densenet_pytorch demo.py: ``torch.randperm`` indices for ``Subset``; on the device,
+    # every sample fetch would index with a CUDA tensor (and forked workers cannot touch CUDA).
+    source, result = run("""\
+        import torch
+        from torch.utils.data import DataLoader, Subset, TensorDataset
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            data = TensorDataset(torch.arange(20.0).view(10, 2), torch.arange(10))
+            order = torch.randperm(len(data))
+            train = Subset(data, order[:8])
+            model = torch.nn.Linear(2, 3).to(device)
+            for x, y in DataLoader(train, batch_size=4, num_workers=2):
+                print(model(x.to(device)).shape, y)
+    """)
+    assert "order = torch.randperm(len(data))\n" in result.output

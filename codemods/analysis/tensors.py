@@ -337,9 +337,19 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
         return False
     uses = uses_of_binding(metadata, target)
     if strict:  # driver code: every use must end in the author's placement (metadata reads aside)
-        uses = [u for u in uses if not _metadata_read(parents, u)]
+        uses = [u for u in uses if not _metadata_read(parents, u) and not _number_stored(parents, u)]
         return bool(uses) and all(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
     return any(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
+
+
+def _number_stored(parents: Mapping, use: cst.CSTNode) -> bool:
+    """``mask[i, j] = 1``: a number written into the buffer, which reads nothing out of it (dino
+    builds a neighbourhood mask on the host this way and moves it once it is done)."""
+    subscript = parents.get(use)
+    target = parents.get(subscript) if isinstance(subscript, cst.Subscript) and subscript.value is use else None
+    statement = parents.get(target) if isinstance(target, cst.AssignTarget) else None
+    return isinstance(statement, cst.Assign) and (is_number(statement.value) or (
+        isinstance(statement.value, cst.Name) and statement.value.value in ("True", "False")))
 
 
 def _metadata_read(parents: Mapping, use: cst.CSTNode) -> bool:

@@ -232,3 +232,27 @@ def test_a_permutation_that_splits_a_dataset_stays_on_the_cpu():
                 print(model(x.to(device)).shape, y)
     """)
     assert "order = torch.randperm(len(data))\n" in result.output
+
+
+def test_a_mask_filled_element_by_element_on_the_host_and_moved_at_the_end_stays_there():
+    # dino eval_video_segmentation.py: the mask is built on the CPU with one write per element and
+    # moved once at the end; ``device=`` on the factory made every write a CUDA launch.
+    source, result = run("""\
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        def band(n):
+            mask = torch.zeros(n, n)
+            for i in range(n):
+                for j in range(max(0, i - 1), min(n, i + 2)):
+                    mask[i, j] = 1
+            mask = mask.reshape(n * n)
+            return mask.to(device, non_blocking=True)
+
+
+        if __name__ == "__main__":
+            print(band(4).sum())
+    """)
+    assert "mask = torch.zeros(n, n)\n" in result.output

@@ -137,7 +137,9 @@ class SharedDevice(Rule):
             self._keeper = keep.statement
         same = code_of(keep.assign.value)
         for other in definitions[1:]:
-            if code_of(other.assign.value) == same and len(other.statement.body) == 1:
+            # Only a copy at module level: one inside a block (an ``if cuda: ... elif mps: ...`` chain
+            # of a notebook cell) would leave a ``pass`` behind in the middle of the author's choice.
+            if code_of(other.assign.value) == same and len(other.statement.body) == 1 and other.statement in body:
                 comments = self._moving_comments(other.statement)
                 if comments and self._keeper is None:
                     continue  # nowhere to carry its comments: leave the copy in place

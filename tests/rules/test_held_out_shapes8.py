@@ -256,3 +256,23 @@ def test_a_mask_filled_element_by_element_on_the_host_and_moved_at_the_end_stays
             print(band(4).sum())
     """)
     assert "mask = torch.zeros(n, n)\n" in result.output
+
+
+def test_a_repeated_device_in_a_branch_of_the_authors_choice_stays():
+    # LLMs-from-scratch ch05.ipynb: ``if cuda: device = ... elif mps: ...``; dropping the repeated
+    # definition left ``pass`` in the middle of the chain.
+    source, result = run("""\
+        import torch
+
+        device = torch.device("cuda")
+        x = torch.zeros(2, device=device)
+
+        if torch.cuda.is_available():
+            device = torch.device("cuda")
+        elif torch.backends.mps.is_available():
+            device = torch.device("mps")
+        else:
+            device = torch.device("cpu")
+        print(x.to(device))
+    """)
+    assert result.output == source

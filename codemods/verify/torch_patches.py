@@ -285,7 +285,9 @@ def _variable_class(mode: Any) -> type:
         return wrapped
 
     meta = _instance_check(lambda obj: isinstance(obj, torch.Tensor))
-    return meta("Variable", (), {"__new__": __new__, "__module__": "torch.autograd"})
+    # ``Variable._execution_engine``: autograd's own code reads it (reentrant checkpointing's backward)
+    attributes = {k: v for k, v in vars(real).items() if not k.startswith("__")}
+    return meta("Variable", (), {**attributes, "__new__": __new__, "__module__": "torch.autograd"})
 
 
 def _data_parallel_forward(mode: Any) -> Callable:

@@ -220,3 +220,14 @@ def test_an_edit_elsewhere_in_the_project_changes_the_roles(tmp_path):
     os.utime(models, (old + 1, old + 1))
     after = _run([str(train)], tmp_path / "cache")
     assert after[0].changed and "Net().to(device)" in after[0].diff
+
+
+def test_the_warm_path_never_imports_libcst():
+    # The CLI, the driver and the project index answer a warm run from the cache; importing libcst
+    # alone cost more than the rest of that run (it crept in through a shared helper once).
+    import subprocess
+    import sys
+
+    code = ("import sys, codemods.cli, codemods.driver, codemods.cache, codemods.analysis.project; "
+            "sys.exit('libcst' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

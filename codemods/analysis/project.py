@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from .bases import NN_MODULE_BASES
-from .roles import tensor_factories
+from .factory_names import tensor_factories
 from .ast_walk import ast_nodes
 
 # As written in the source (``ast``, no import resolution): ``Module``, ``nn.Module``, ``torch.nn.Module``.

@@ -6,12 +6,11 @@ Syntax only (no types), so each answer is "surely" or "don't know"; rules act on
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
 from typing import Mapping
 
 import libcst as cst
 
+from .factory_names import tensor_factories
 from .names import dotted, last_part, qualified_names
 from .scopes import ClassFacts
 from .tree import walk
@@ -29,12 +28,6 @@ HOST_MAKERS = frozenset({"torch.from_numpy", "torch.Tensor", *(f"torch.{kind}Ten
     "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"))})
 
 
-@lru_cache(maxsize=1)
-def tensor_factories() -> frozenset[str]:
-    """Qualified names of the tensor factories listed in data/tensor_factories.txt."""
-    text = resources.files("codemods").joinpath("data/tensor_factories.txt").read_text("utf-8")
-    names = (line.split("#", 1)[0].strip() for line in text.splitlines())
-    return frozenset(f"torch.{n}" for n in names if n)
 
 
 def factory_name(metadata: Mapping, node: cst.CSTNode) -> str | None:

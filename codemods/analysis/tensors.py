@@ -311,6 +311,8 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
             if isinstance(store, cst.AssignTarget):  # ``buf[i] = ...``: a store into it, not a flow out of it
                 return _mentions_cpu(parents.get(store).value)
             current = parent
+        elif isinstance(parent, cst.Arg) and _appended_to(parents, parent) is not None:
+            return _stacked_and_placed(metadata, _appended_to(parents, parent), depth, strict)
         elif strict:
             break
         elif isinstance(parent, (cst.UnaryOperation, cst.BinaryOperation)):
@@ -340,6 +342,31 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
         uses = [u for u in uses if not _metadata_read(parents, u) and not _number_stored(parents, u)]
         return bool(uses) and all(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
     return any(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
+
+
+def _appended_to(parents: Mapping, arg: cst.Arg) -> cst.Name | None:
+    """The list ``rows`` in ``rows.append(value)``, for the ``arg`` holding ``value``."""
+    call = parents.get(arg)
+    if isinstance(call, cst.Call) and len(call.args) == 1 and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value == "append" and isinstance(call.func.value, cst.Name):
+        return call.func.value
+    return None
+
+
+def _stacked_and_placed(metadata: Mapping, rows: cst.Name, depth: int, strict: bool) -> bool:
+    """``rows.append(x)`` ... ``torch.stack(rows).to(device)``: a collate function builds each row on
+    the host and moves the stacked batch once (LLMs-from-scratch); the rows stay as written."""
+    scope = metadata[ScopeProvider].get(rows)
+    if scope is None:
+        return False
+    parents = metadata[ParentNodeProvider]
+    stacked = []
+    for access in scope.accesses[rows.value]:
+        arg = parents.get(access.node)
+        call = parents.get(arg) if isinstance(arg, cst.Arg) else None
+        if isinstance(call, cst.Call) and torch_data_function(metadata, call) and call.args[0] is arg:
+            stacked.append(call)
+    return bool(stacked) and all(_reaches_placement(metadata, call, depth + 1, strict) for call in stacked)
 
 
 def _number_stored(parents: Mapping, use: cst.CSTNode) -> bool:

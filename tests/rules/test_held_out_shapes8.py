@@ -276,3 +276,25 @@ def test_a_repeated_device_in_a_branch_of_the_authors_choice_stays():
         print(x.to(device))
     """)
     assert result.output == source
+
+
+def test_rows_a_collate_function_stacks_and_moves_at_the_end_stay_as_written():
+    # LLMs-from-scratch ch07: each row is built on the host, the stacked batch moved once.
+    source, result = run("""\
+        import torch
+
+
+        def collate(batch, pad=0, device="cpu"):
+            longest = max(len(item) for item in batch)
+            rows = []
+            for item in batch:
+                row = torch.tensor(item + [pad] * (longest - len(item)))
+                rows.append(row)
+            return torch.stack(rows).to(device)
+
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            print(collate([[1, 2], [3]], device=device))
+    """)
+    assert result.output == source

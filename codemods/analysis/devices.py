@@ -514,8 +514,9 @@ _MAPPING_METHODS = frozenset({"items", "keys", "values", "get"})
 
 
 def _used_as_container(function: cst.FunctionDef, name: str) -> bool:
-    """``outputs["pred_boxes"]``, ``outputs.items()``, ``for t in targets``: the parameter is a dict
-    or a list of tensors (detr's matcher takes the model's output dict), which has no ``.device``."""
+    """``outputs["pred_boxes"]``, ``outputs.items()``: the parameter is a dict (detr's matcher takes
+    the model's output dict), which has no ``.device``. (Iterating it proves nothing: ``for row in x``
+    reads a tensor's rows.)"""
     for node in walk(function.body):
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == name:
             index = node.slice[0].slice if len(node.slice) == 1 else None
@@ -524,8 +525,6 @@ def _used_as_container(function: cst.FunctionDef, name: str) -> bool:
                 return True
         elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name \
                 and node.attr.value in _MAPPING_METHODS:
-            return True
-        elif isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.iter, cst.Name) and node.iter.value == name:
             return True
     return False
 

@@ -298,3 +298,21 @@ def test_rows_a_collate_function_stacks_and_moves_at_the_end_stay_as_written():
             print(collate([[1, 2], [3]], device=device))
     """)
     assert result.output == source
+
+
+def test_a_forward_input_iterated_row_by_row_is_still_the_device_source():
+    # A second-pass probe: ``for row in x`` reads a tensor's rows; x stays the device source.
+    source, result = run("""\
+        import torch
+        from torch import nn
+
+
+        class Pool(nn.Module):
+            def forward(self, x):
+                outs = [row.sum(0) for row in x]
+                for row in x:
+                    outs.append(row.mean(0))
+                w = torch.ones(len(outs))
+                return torch.stack(outs) * w[:, None]
+    """)
+    assert "w = torch.ones(len(outs), device=x.device)" in result.output

@@ -344,6 +344,43 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
     return any(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
 
 
+def scalar_operand(metadata: Mapping, call: cst.Call) -> bool:
+    """``torch.sqrt(torch.tensor(2.0 / torch.pi)) * x``: a 0-dim tensor of a constant, read only as an
+    operand of arithmetic (also through ``torch.sqrt``-like functions). PyTorch takes a CPU scalar
+    tensor as an input of a CUDA operation (checked on an H200: the probe ``cpu_scalar_input``), so
+    it already works wherever ``x`` is; ``device=`` there is churn (LLMs-from-scratch's GELU)."""
+    if "torch.tensor" not in qualified_names(metadata, call.func) or len(call.args) != 1 \
+            or call.args[0].keyword is not None or not _constant(call.args[0].value):
+        return False
+    parents = metadata[ParentNodeProvider]
+    current: cst.CSTNode = call
+    while True:
+        arg = parents.get(current)
+        outer = parents.get(arg) if isinstance(arg, cst.Arg) else None
+        if isinstance(outer, cst.Call) and len(outer.args) == 1 \
+                and qualified_names(metadata, outer.func) & _SCALAR_FUNCTIONS:
+            current = outer
+            continue
+        break
+    parent = parents.get(current)
+    return isinstance(parent, cst.BinaryOperation) and not isinstance(parent.operator, cst.MatrixMultiply)
+
+
+_SCALAR_FUNCTIONS = frozenset(f"torch.{f}" for f in ("sqrt", "rsqrt", "exp", "log", "log2", "log10", "tanh",
+                                                      "sigmoid", "abs", "sin", "cos", "reciprocal"))
+
+
+def _constant(expr: cst.BaseExpression) -> bool:
+    """A number, ``math.pi``-like constants and arithmetic of them."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _constant(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return _constant(expr.left) and _constant(expr.right)
+    return isinstance(expr, cst.Attribute) and expr.attr.value in ("pi", "e", "tau")
+
+
 def _appended_to(parents: Mapping, arg: cst.Arg) -> cst.Name | None:
     """The list ``rows`` in ``rows.append(value)``, for the ``arg`` holding ``value``."""
     call = parents.get(arg)

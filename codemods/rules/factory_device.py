@@ -53,7 +53,8 @@ from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
 from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
-    filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding
+    filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
+    scalar_operand
 from .base import Invalid, Rule, Valid
 
 _RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli",
@@ -188,6 +189,8 @@ class FactoryDevice(Rule):
         meets a tensor the author brought to the host (``meets_host_result``). In driver code an
         operand may be what devmod itself moves to the GPU: only a placement through method
         chains, subscripts and assignments counts there (a CPU staging buffer moved by slices)."""
+        if scalar_operand(self.metadata, call):
+            return True  # a 0-dim constant read as an operand works with a tensor on any device
         kind = self.devices.place(call).kind
         if kind in (ScopeKind.MODEL_METHOD, ScopeKind.OTHER_METHOD) or self.devices.in_library_code(call):
             return moved_downstream(self.metadata, call) or shape_data(self.metadata, call) \

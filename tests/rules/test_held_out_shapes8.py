@@ -316,3 +316,24 @@ def test_a_forward_input_iterated_row_by_row_is_still_the_device_source():
                 return torch.stack(outs) * w[:, None]
     """)
     assert "w = torch.ones(len(outs), device=x.device)" in result.output
+
+
+def test_a_constant_scalar_tensor_read_as_an_operand_stays():
+    # LLMs-from-scratch's GELU: ``torch.sqrt(torch.tensor(2.0 / torch.pi)) * (...)`` works with a
+    # CUDA ``x`` as it is (a CPU scalar tensor is a valid input of a CUDA operation).
+    source, result = run("""\
+        import torch
+        from torch import nn
+
+
+        class GELU(nn.Module):
+            def forward(self, x):
+                return 0.5 * x * (1 + torch.tanh(torch.sqrt(torch.tensor(2.0 / torch.pi)) * x))
+
+
+        class Scale(nn.Module):
+            def forward(self, x):
+                return torch.cat([x, torch.tensor(1.0).expand(1)])
+    """)
+    assert "torch.sqrt(torch.tensor(2.0 / torch.pi)) * x" in result.output
+    assert "torch.tensor(1.0, device=x.device).expand(1)" in result.output  # expanded: no longer a scalar

@@ -694,10 +694,10 @@ class _GroupFinder:
             return False
         source = value.args[0].value
         if isinstance(source, cst.Name):
-            bindings = scope_bindings(self.metadata[ScopeProvider].get(source), source.value)
-            if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Name):
+            target = self._reaching_binding(source)  # ``data_iter = iter(loader)``, maybe rebound later
+            if target is None:
                 return False
-            statement = self.parents.get(self.parents.get(bindings[0].node))
+            statement = self.parents.get(self.parents.get(target))
             if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1):
                 return False
             source = statement.value

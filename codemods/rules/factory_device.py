@@ -433,7 +433,11 @@ class FactoryDevice(Rule):
         bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
         if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Name):
             return False
-        assign = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(bindings[0].node))
+        parents = self.metadata[ParentNodeProvider]
+        holder = parents.get(bindings[0].node)
+        if isinstance(holder, cst.Element):  # ``policy, stats = torch.load(..., map_location="cpu")``
+            holder = parents.get(parents.get(holder))
+        assign = parents.get(holder)
         if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
             return False
         pinned = False

@@ -337,3 +337,36 @@ def test_a_constant_scalar_tensor_read_as_an_operand_stays():
     """)
     assert "torch.sqrt(torch.tensor(2.0 / torch.pi)) * x" in result.output
     assert "torch.tensor(1.0, device=x.device).expand(1)" in result.output  # expanded: no longer a scalar
+
+
+def test_a_batch_taken_with_next_from_a_rebound_iterator_moves_with_its_model():
+    # Second pass, LLMs-from-scratch ch02: the names are unpacked from next(data_iter) twice.
+    source, result = run("""\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        ids = torch.randint(0, 50, (16, 4))
+        batches = iter(DataLoader(TensorDataset(ids, ids), batch_size=8))
+        inputs, targets = next(batches)
+        print(inputs)
+        embed = torch.nn.Embedding(50, 8)
+        batches = iter(DataLoader(TensorDataset(ids, ids), batch_size=4))
+        inputs, targets = next(batches)
+        print(embed(inputs).shape)
+    """)
+    out = result.output
+    assert "embed = torch.nn.Embedding(50, 8).to(device)" in out
+    assert "inputs, targets = next(batches)\ninputs, targets = inputs.to(device), targets.to(device)\nprint(embed" in out
+
+
+def test_the_state_of_a_policy_unpacked_from_a_cpu_checkpoint_stays_with_it():
+    # Second pass, a2c enjoy.py: ``policy, stats = torch.load(path, map_location="cpu")``.
+    source, result = run("""\
+        import torch
+
+        policy, stats = torch.load("policy.pt", map_location="cpu", weights_only=False)
+        hidden = torch.zeros(1, policy.hidden_size)
+        masks = torch.zeros(1, 1)
+        action, hidden = policy.act(torch.zeros(1, 4), hidden, masks)
+    """)
+    assert result.output == source and not result.findings

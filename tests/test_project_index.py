@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from codemods.analysis.project import ProjectIndex
+from codemods.analysis.project import ProjectIndex, summarise
 from codemods.config import Config
 from codemods.driver import process_files
 
@@ -404,3 +404,18 @@ def test_a_notebook_sees_its_projects_training_loops(tmp_path):
     reports = list(process_files([str(path)], Config(), "write", jobs=1))
     assert path.read_text() == before
     assert any("`d2l.train_ch3`" in f.message for r in reports for f in r.findings)
+
+
+def test_a_helper_computed_from_its_unpacked_input_returns_no_host_data():
+    # detr's box_ops: ``cx, cy, w, h = x.unbind(-1); return torch.stack([cx - 0.5 * w, ...])`` lives
+    # where ``x`` does; taken for host data, its results got ``.to(...)`` in the matcher.
+    source = (
+        "import torch\n\n"
+        "def to_corners(x):\n"
+        "    cx, cy, w, h = x.unbind(-1)\n"
+        "    return torch.stack([cx - 0.5 * w, cy - 0.5 * h, cx + 0.5 * w, cy + 0.5 * h], dim=-1)\n\n"
+        "def table(rows):\n"
+        "    return torch.tensor(rows)\n"
+    )
+    summary = summarise("ops.py", source)
+    assert summary.tensor_helpers == {"table"}

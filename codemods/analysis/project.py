@@ -346,9 +346,28 @@ def _returns_host_tensor(function: ast.FunctionDef | ast.AsyncFunctionDef, nodes
             continue
         if not name.startswith("torch.") or name.startswith(_NOT_TENSORS):
             return False
-        if _from_inputs(ret.value, _parameters(function)):
+        if _from_inputs(ret.value, _derived_from_inputs(nodes, _parameters(function))):
             return False  # ``torch.split(x, n)``, ``torch.log(x.clamp(...))``: on its input's device
     return True
+
+
+def _derived_from_inputs(nodes: list[ast.AST], params: set[str]) -> set[str]:
+    """The parameters and the names assigned from them (``cx, cy, w, h = x.unbind(-1)``), so that
+    ``torch.stack([cx - w / 2, ...])`` counts as computed from the input (detr's box helpers)."""
+    found = set(params)
+    assigns = [n for n in nodes if isinstance(n, ast.Assign)]
+    for _ in range(4):  # a few steps of ``a = f(x); b = g(a)``
+        grown = False
+        for node in assigns:
+            if _from_inputs(node.value, found):
+                for target in node.targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name) and name.id not in found:
+                            found.add(name.id)
+                            grown = True
+        if not grown:
+            break
+    return found
 
 
 def _holders_of_cpu_resident(summary: _Summary, classes: list[ast.ClassDef]) -> None:

@@ -404,8 +404,16 @@ class DeviceLookup:
     def cuda_is_the_ranks(self, node: cst.CSTNode) -> bool:
         """One process per GPU that calls ``torch.cuda.set_device`` (itself or through a project
         helper): a bare ``.cuda()`` / ``"cuda"`` in its driver code already is the rank's own GPU."""
-        return self.per_rank and self.role.sets_cuda_device \
-            and self.place(node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION, ScopeKind.OTHER_METHOD)
+        if not (self.per_rank and self.role.sets_cuda_device
+                and self.place(node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION, ScopeKind.OTHER_METHOD)):
+            return False
+        # ``x.cuda()`` and only later ``init_distributed_mode(args)`` in the same function: every rank
+        # is still on GPU 0 there (a true report)
+        scope = next(iter(self._enclosing_functions(node)), None)
+        body = scope.body if scope is not None else self.module
+        setters = [c for c in walk(body) if isinstance(c, cst.Call) and dotted(c.func) in self.role.cuda_device_setters]
+        line = line_of(self.metadata, node)
+        return not setters or any(line_of(self.metadata, c) < line for c in setters)
 
     def why_no_device(self, node: cst.CSTNode) -> str:
         """A one-line reason for a report where ``expression_for`` gave None."""

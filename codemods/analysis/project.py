@@ -56,6 +56,7 @@ class FileRole:
     # It calls ``torch.cuda.set_device``, itself or through a project function (dino's and detr's
     # ``init_distributed_mode``): per rank, a bare ``.cuda()`` / ``"cuda"`` then is the rank's GPU.
     sets_cuda_device: bool = False
+    cuda_device_setters: frozenset[str] = frozenset()  # the names it calls them by (``utils.init_distributed_mode``)
 
 
 @dataclass
@@ -544,6 +545,7 @@ class ProjectIndex:
             name in setters for names in summary.references.values() for name in names)
         return FileRole(imported=imported, training_loops=frozenset(loops), cpu_resident=frozenset(cpu_resident),
                         sets_cuda_device=sets_cuda_device,
+                        cuda_device_setters=frozenset(setters | {"torch.cuda.set_device", "cuda.set_device"}),
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
                         main_only=frozenset(self._main_only(summary)),

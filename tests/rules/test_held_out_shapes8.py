@@ -162,13 +162,20 @@ def test_cuda_after_a_project_helper_set_the_ranks_device_is_not_reported(tmp_pa
             dist.all_reduce(t)
     """)
     lone = script.replace("    utils.init_distributed_mode(args)\n", "    dist.init_process_group('nccl')\n")
-    files = {tmp_path / "utils.py": helper, tmp_path / "train.py": script, tmp_path / "lone.py": lone}
+    # the helper only after the first ``.cuda()``: that one still runs on GPU 0 in every rank
+    early = script.replace("    utils.init_distributed_mode(args)\n    model = torch.nn.Linear(2, 2).cuda()\n",
+                           "    model = torch.nn.Linear(2, 2).cuda()\n    utils.init_distributed_mode(args)\n")
+    assert early != script
+    files = {tmp_path / "utils.py": helper, tmp_path / "train.py": script, tmp_path / "lone.py": lone,
+             tmp_path / "early.py": early}
     index = ProjectIndex.build([(str(path), text) for path, text in files.items()])
     for path, text in files.items():
         result = transform_source(text, str(path), role=index.role_for(str(path)))
         assert result.output == text
         if path.name == "lone.py":  # no set_device anywhere: every rank would use GPU 0, a true report
             assert {f.code for f in result.findings} == {"DM102", "DM103"}
+        elif path.name == "early.py":
+            assert [(f.code, f.line) for f in result.findings] == [("DM103", 7)]
         else:
             assert not result.findings, path.name
 

@@ -228,7 +228,13 @@ def base_env(devmod_src: Path, extra_paths: list[str], env_cfg: dict[str, str], 
         "PATH": os.pathsep.join([str(STUBS / "bin"), os.environ.get("PATH", "")]),
         "TORCH_HOME": str(tmp / "torch-home"), "MPLCONFIGDIR": str(tmp / "mpl"), "PYTHONDONTWRITEBYTECODE": "1",
     })
+    own_path = env["PYTHONPATH"]
     env.update({k: str(v) for k, v in env_cfg.items()})
+    if "PYTHONPATH" in env_cfg:
+        # The settings' paths (stand-ins for a repository's dependencies) come after the devmod under
+        # test, never instead of it: a settings file that names another checkout's ``codemods``
+        # silently ran that devmod (found in the eighth run's second pass).
+        env["PYTHONPATH"] = os.pathsep.join([str(devmod_src), str(env_cfg["PYTHONPATH"]), own_path])
     return env
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,6 +14,7 @@ def test_settings_paths_never_replace_the_devmod_under_test(tmp_path):
     # a no-op (the eighth run's second pass caught it).
     spec = importlib.util.spec_from_file_location("real_repos", ROOT / "benchmarks" / "real_repos.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules["real_repos"] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     env = module.base_env(tmp_path / "devmod", [], {"PYTHONPATH": "/stand-ins:/old/devmod"}, tmp_path)
     paths = env["PYTHONPATH"].split(":")

@@ -350,7 +350,7 @@ def scalar_operand(metadata: Mapping, call: cst.Call) -> bool:
     tensor as an input of a CUDA operation (checked on an H200: the probe ``cpu_scalar_input``), so
     it already works wherever ``x`` is; ``device=`` there is churn (LLMs-from-scratch's GELU)."""
     if "torch.tensor" not in qualified_names(metadata, call.func) or len(call.args) != 1 \
-            or call.args[0].keyword is not None or not _constant(call.args[0].value):
+            or call.args[0].keyword is not None or not is_number(call.args[0].value, named_constants=True):
         return False
     parents = metadata[ParentNodeProvider]
     current: cst.CSTNode = call
@@ -368,17 +368,6 @@ def scalar_operand(metadata: Mapping, call: cst.Call) -> bool:
 
 _SCALAR_FUNCTIONS = frozenset(f"torch.{f}" for f in ("sqrt", "rsqrt", "exp", "log", "log2", "log10", "tanh",
                                                       "sigmoid", "abs", "sin", "cos", "reciprocal"))
-
-
-def _constant(expr: cst.BaseExpression) -> bool:
-    """A number, ``math.pi``-like constants and arithmetic of them."""
-    if isinstance(expr, (cst.Integer, cst.Float)):
-        return True
-    if isinstance(expr, cst.UnaryOperation):
-        return _constant(expr.expression)
-    if isinstance(expr, cst.BinaryOperation):
-        return _constant(expr.left) and _constant(expr.right)
-    return isinstance(expr, cst.Attribute) and expr.attr.value in ("pi", "e", "tau")
 
 
 def _appended_to(parents: Mapping, arg: cst.Arg) -> cst.Name | None:
@@ -542,13 +531,16 @@ def _arithmetic_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
             return current
 
 
-def is_number(node: cst.BaseExpression) -> bool:
+def is_number(node: cst.BaseExpression, named_constants: bool = False) -> bool:
+    """A number literal and arithmetic of them; with ``named_constants`` also ``math.pi``-like names."""
     if isinstance(node, (cst.Integer, cst.Float)):
         return True
+    if named_constants and isinstance(node, cst.Attribute):
+        return node.attr.value in ("pi", "e", "tau")
     if isinstance(node, cst.UnaryOperation):
-        return is_number(node.expression)
+        return is_number(node.expression, named_constants)
     if isinstance(node, cst.BinaryOperation):
-        return is_number(node.left) and is_number(node.right)
+        return is_number(node.left, named_constants) and is_number(node.right, named_constants)
     return False
 
 

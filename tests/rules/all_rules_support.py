@@ -15,3 +15,11 @@ def run(code: str) -> tuple[str, list]:
     again = transform_source(result.output, config=Config())
     assert again.output == result.output, "a second run must change nothing"
     return result.output, [f for f in result.findings if not f.fixed]
+
+
+def rewrite(code: str):
+    """``(code dedented, the engine's whole result)`` with every rule on; a second run must change nothing."""
+    code = textwrap.dedent(code)
+    result = transform_source(code)
+    assert transform_source(result.output).output == result.output, "a second run must change nothing"
+    return code, result

@@ -4,14 +4,7 @@ before its fix."""
 
 from __future__ import annotations
 
-import textwrap
-
-from codemods.engine import transform_source
-
-
-def run(source: str):
-    source = textwrap.dedent(source)
-    return source, transform_source(source)
+from all_rules_support import rewrite as run
 
 
 def test_a_flax_module_is_no_torch_model():

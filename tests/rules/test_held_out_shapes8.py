@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
+from all_rules_support import rewrite as run
+
 from codemods.engine import transform_source
 
 
-def run(source: str):
-    source = textwrap.dedent(source)
-    return source, transform_source(source)
 
 
 def test_a_dict_of_outputs_is_no_device_source():
@@ -56,24 +57,6 @@ def test_a_batch_stacked_from_a_tensor_kept_on_the_cpu_moves_with_its_model():
     assert "inputs = torch.tensor([[0.4, 0.1], [0.5, 0.8]])\n" in out  # kept on the CPU
     assert "head = nn.Linear(2, 2).to(device)" in out
     assert "batch = torch.stack((inputs, inputs), dim=0).to(device)" in out  # moved with it
-
-
-def test_a_batch_taken_with_next_moves_with_its_model():
-    # LLMs-from-scratch ch02: ``inputs, targets = next(data_iter)`` fed an embedding that moved alone.
-    source, result = run("""\
-        import torch
-        from torch.utils.data import DataLoader, TensorDataset
-
-        ids = torch.randint(0, 50, (16, 4))
-        loader = DataLoader(TensorDataset(ids, ids), batch_size=4)
-        embed = torch.nn.Embedding(50, 8)
-        batches = iter(loader)
-        inputs, targets = next(batches)
-        print(embed(inputs).shape)
-    """)
-    out = result.output
-    assert "embed = torch.nn.Embedding(50, 8).to(device)" in out
-    assert "inputs, targets = next(batches)\ninputs, targets = inputs.to(device), targets.to(device)\n" in out
 
 
 def test_a_tensor_handed_to_the_files_own_plotting_function_stays_on_the_cpu():
@@ -346,8 +329,12 @@ def test_a_constant_scalar_tensor_read_as_an_operand_stays():
     assert "torch.tensor(1.0, device=x.device).expand(1)" in result.output  # expanded: no longer a scalar
 
 
-def test_a_batch_taken_with_next_from_a_rebound_iterator_moves_with_its_model():
-    # Second pass, LLMs-from-scratch ch02: the names are unpacked from next(data_iter) twice.
+@pytest.mark.parametrize("rebound", [False, True])
+def test_a_batch_taken_with_next_moves_with_its_model(rebound):
+    # LLMs-from-scratch ch02: ``inputs, targets = next(data_iter)`` fed an embedding that moved alone;
+    # in the second pass, with ``data_iter`` bound twice.
+    again = ("        batches = iter(DataLoader(TensorDataset(ids, ids), batch_size=4))\n"
+             "        inputs, targets = next(batches)\n")
     source, result = run("""\
         import torch
         from torch.utils.data import DataLoader, TensorDataset
@@ -355,15 +342,12 @@ def test_a_batch_taken_with_next_from_a_rebound_iterator_moves_with_its_model():
         ids = torch.randint(0, 50, (16, 4))
         batches = iter(DataLoader(TensorDataset(ids, ids), batch_size=8))
         inputs, targets = next(batches)
-        print(inputs)
         embed = torch.nn.Embedding(50, 8)
-        batches = iter(DataLoader(TensorDataset(ids, ids), batch_size=4))
-        inputs, targets = next(batches)
-        print(embed(inputs).shape)
-    """)
+""" + (again if rebound else "") + "        print(embed(inputs).shape)\n")
     out = result.output
     assert "embed = torch.nn.Embedding(50, 8).to(device)" in out
-    assert "inputs, targets = next(batches)\ninputs, targets = inputs.to(device), targets.to(device)\nprint(embed" in out
+    assert "inputs, targets = next(batches)\ninputs, targets = inputs.to(device), targets.to(device)\n" \
+        + ("print(embed" if rebound else "embed =") in out
 
 
 def test_the_state_of_a_policy_unpacked_from_a_cpu_checkpoint_stays_with_it():

@@ -150,15 +150,6 @@ def _triggered(rule: type[Rule], source: str) -> bool:
     return rule.CODE == SHARED_DEVICE_CODE or not rule.TRIGGERS or any(t in source for t in rule.TRIGGERS)
 
 
-def may_need_libcst(tree: ast.Module, text: str, rules: Sequence[type[Rule]], config: Config,
-                    role: FileRole) -> bool:
-    """Could any of ``rules`` fix or report something in this file? False skips libcst altogether.
-
-    A pass where no rule acts changes nothing, so no later pass can give another rule a
-    reason to act: the first pass decides for the whole file."""
-    return bool(candidate_rules(rules, text, config, role, tree))
-
-
 def candidate_rules(rules: Sequence[type[Rule]], text: str, config: Config, role: FileRole,
                     tree: ast.Module | None = None) -> list[type[Rule]]:
     """The rules of ``rules`` that may fix or report something in ``text``, in their order.
@@ -167,7 +158,7 @@ def candidate_rules(rules: Sequence[type[Rule]], text: str, config: Config, role
     left out would record nothing, so a pass runs without it and resolves no metadata for it.
     Asked again on the text of every pass and after every fix, because a fix can give another
     rule something to do. DM101 stays whenever another fixer does: it defines the shared device
-    that a fix of the same pass may start to use."""
+    that a fix of the same pass may start to use. None kept on a file's text: libcst is skipped."""
     triggered = [rule for rule in rules if _triggered(rule, text)]
     if os.environ.get(NO_PREFILTER_ENV):
         return triggered

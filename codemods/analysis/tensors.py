@@ -154,8 +154,17 @@ def _read_by_cpu_library(metadata: Mapping, node: cst.CSTNode) -> bool:
     call = parents.get(parent)
     if not isinstance(call, cst.Call):
         return False
-    names = qualified_names(metadata, call.func) | {dotted(call.func) or ""}
-    return any(n.startswith(_CPU_LIBRARIES) for n in names)
+    return _calls_cpu_library(metadata, call)
+
+
+def _callee_names(metadata: Mapping, call: cst.Call) -> set[str]:
+    """What ``call`` calls: its qualified names and, for a name devmod cannot resolve, its spelling."""
+    return qualified_names(metadata, call.func) | {dotted(call.func) or ""}
+
+
+def _calls_cpu_library(metadata: Mapping, call: cst.Call) -> bool:
+    """``np.asarray(...)``, ``plt.plot(...)``, ``math.sin(...)``: a library that reads host data."""
+    return any(n.startswith(_CPU_LIBRARIES) for n in _callee_names(metadata, call))
 
 
 _MAX_FLOW_DEPTH = 3  # assignments followed from a factory to where its data ends up
@@ -561,9 +570,8 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
     if isinstance(parent, cst.Arg):
         call = parents.get(parent)
         if isinstance(call, cst.Call):
-            names = qualified_names(metadata, call.func) | {dotted(call.func) or ""}
-            return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) or n.startswith(_CPU_LIBRARIES) for n in names) \
-                or _plotted_by_own_function(metadata, call, parent)
+            return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) for n in _callee_names(metadata, call)) \
+                or _calls_cpu_library(metadata, call) or _plotted_by_own_function(metadata, call, parent)
     if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in methods:
         return True
     if loops and isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
@@ -598,8 +606,7 @@ def _plotted_by_own_function(metadata: Mapping, call: cst.Call, arg: cst.Arg) ->
             if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
                     and inner.func.attr.value in _PLOTTING_METHODS:
                 return True  # ``ax.plot(x, ...)``: an Axes made by matplotlib
-            if isinstance(inner, cst.Call) and any(n.startswith(_CPU_LIBRARIES) for n in
-                                                   qualified_names(metadata, inner.func) | {dotted(inner.func) or ""}):
+            if isinstance(inner, cst.Call) and _calls_cpu_library(metadata, inner):
                 return True
     return False
 

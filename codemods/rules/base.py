@@ -174,8 +174,8 @@ class Rule(VisitorBasedCodemodCommand):
         if where is None:
             return False
         lines = self.state.original.splitlines(keepends=True)
-        written = "".join(lines[where[0] - 1:where[0] + 40])[where[1] - 1:]
-        return written.startswith(self.tree.code_for_node(node))
+        offset = sum(len(line) for line in lines[:where[0] - 1]) + where[1] - 1
+        return self.state.original.startswith(self.tree.code_for_node(node), offset)
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         pos = self.get_metadata(PositionProvider, node, None)

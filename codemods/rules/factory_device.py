@@ -44,7 +44,7 @@ from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, keywords, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, is_torch_device_call
-from ..analysis.names import dotted, keyword_arg, positional, qualified_names, torch_module_alias
+from ..analysis.names import dotted, keyword, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, only_assigned_value, only_binding, scope_bindings
@@ -448,7 +448,7 @@ class FactoryDevice(Rule):
                 if method == "to" and node.args and always_cpu(node.args[0].value):
                     device = [node.args[0].value]
                 if "torch.load" in qualified_names(self.metadata, node.func):  # a checkpoint loaded onto the CPU
-                    device = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "map_location"]
+                    device = [a.value for a in [keyword(node, "map_location")] if a is not None]
                 if method == "cpu" or (device and always_cpu(device[0])):
                     pinned = True
         return pinned and not any(_moves_itself_somewhere(self.metadata, use, name.value)
@@ -470,7 +470,7 @@ class FactoryDevice(Rule):
             if moved_in_chain(self.metadata, value) or _moved_by_method(value):
                 return False
             if "torch.load" in qualified_names(self.metadata, value.func) and self.state.config.enabled("DM302") \
-                    and not any(a.keyword is not None and a.keyword.value == "map_location" for a in value.args):
+                    and keyword(value, "map_location") is None:
                 return False  # DM302 loads it onto the device (``map_location=device``): its inputs go there too
             inner = value
             while isinstance(inner.func, cst.Attribute) and isinstance(inner.func.value, cst.Call):

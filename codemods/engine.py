@@ -111,7 +111,7 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     with deep_recursion():
         if role is None:
             role = ProjectIndex.build([(path, source)]).role_for(path)
-        candidates = candidate_rules(chosen, code + pad, config, role, tree)
+        candidates = candidate_rules(chosen, code + pad, config, role, tree, user_text=True)
         if not candidates:
             return TransformResult(source, source)  # no rule can act here: what the full run gives
         # Memory: only one tree at a time is kept alive (a 240 kB file's libcst tree is ~75 MiB,
@@ -151,19 +151,20 @@ def _triggered(rule: type[Rule], source: str) -> bool:
 
 
 def candidate_rules(rules: Sequence[type[Rule]], text: str, config: Config, role: FileRole,
-                    tree: ast.Module | None = None) -> list[type[Rule]]:
+                    tree: ast.Module | None = None, user_text: bool = False) -> list[type[Rule]]:
     """The rules of ``rules`` that may fix or report something in ``text``, in their order.
 
     Each rule answers from the ``ast`` tree (``Rule.may_apply``), after its text trigger: a rule
     left out would record nothing, so a pass runs without it and resolves no metadata for it.
     Asked again on the text of every pass and after every fix, because a fix can give another
     rule something to do. DM101 stays whenever another fixer does: it defines the shared device
-    that a fix of the same pass may start to use. None kept on a file's text: libcst is skipped."""
+    that a fix of the same pass may start to use. None kept on a file's text: libcst is skipped.
+    ``user_text``: ``text`` is the file as its author wrote it (no earlier fix in it)."""
     triggered = [rule for rule in rules if _triggered(rule, text)]
     if os.environ.get(NO_PREFILTER_ENV):
         return triggered
     try:
-        facts = FileFacts(tree if tree is not None else ast.parse(text), text, role, config.device_name)
+        facts = FileFacts(tree if tree is not None else ast.parse(text), text, role, config.device_name, user_text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return triggered  # (never for text libcst parsed; if so, every rule runs as before)
     kept = [rule for rule in triggered if rule.may_apply(facts)]

@@ -174,3 +174,75 @@ def test_a_broken_file_still_gets_its_error():
     with pytest.raises(engine.SourceError) as error:
         engine.transform_source("import torch\ndef f(:\n", "bad.py", Config())
     assert error.value.message.startswith("cannot parse")
+
+
+# Narrower checks, each a file the rule leaves alone that its check used to keep:
+# (source, role, whether the text is the user's own, rule)
+NARROWED = {
+    # a factory its own chain already places (``.cuda()``, ``.to(device=...)``, ``.float().to(d)``)
+    "placed in its chain": ("import torch\n\ndef main(n, device):\n    a = torch.zeros(n).float().to(device)\n"
+                            "    b = torch.ones(n).cuda()\n    c = torch.arange(n).to(device=device)\n"
+                            "    d = torch.ones(n).view(1, -1).to(a.device)\n    return a, b, c, d\n",
+                            FileRole(), True, "DM201"),
+    # the user's own ``torch.zeros(n).to(device)`` is kept as written (the first pass)
+    "the user's own .to": ("import torch\n\ndef main(n, device):\n    return torch.zeros(n).to(device)\n",
+                           FileRole(), True, "DM201"),
+    # a model built in a file others import: no device there, and no DataParallel to report
+    "library model": ("import torch.nn as nn\n\ndef build():\n    model = nn.Linear(2, 2)\n    return model\n",
+                      FileRole(imported=True), True, "DM202"),
+    # a parameter, or a name the function never binds, is never surely a tensor
+    "parameter or outer name": ("import torch\ny = torch.zeros(2)\n\ndef f(x, net):\n    x.to('cpu')\n"
+                                "    y.float()\n    net.half()\n",
+                                FileRole(), True, "DM204"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NARROWED))
+def test_a_narrowed_check_skips_what_the_rule_leaves_alone(case, monkeypatch):
+    source, role, user_text, code = NARROWED[case]
+    rule = rule_by_code(code)
+    assert not rule.may_apply(FileFacts(ast.parse(source), source, role, user_text=user_text))
+    monkeypatch.setenv(engine.NO_PREFILTER_ENV, "1")
+    result = engine.transform_source(source, config=UNSAFE, rules=[rule], role=role)
+    assert result.output == source
+    assert not [f for f in result.findings if f.code == code]
+
+
+def test_a_fix_of_an_earlier_pass_may_be_folded():
+    """After DM302 made ``.cuda()`` a ``.to(device)``, the fold is devmod's own: the check keeps it."""
+    source = NARROWED["the user's own .to"][0]
+    facts = FileFacts(ast.parse(source), source, FileRole(), user_text=False)
+    assert rule_by_code("DM201").may_apply(facts)
+
+
+def test_a_library_file_with_dataparallel_keeps_the_model_check():
+    source = ("import torch.nn as nn\n\ndef build():\n    model = nn.parallel.DistributedDataParallel(nn.Linear(2, 2))\n"
+              "    return model\n")
+    facts = FileFacts(ast.parse(source), source, FileRole(imported=True), user_text=True)
+    assert rule_by_code("DM202").may_apply(facts)
+
+
+def test_a_layer_built_outside_the_forward_path_keeps_no_file():
+    """DM401 reports only in ``forward`` and what it calls: a ``fuse_projections()`` that builds
+    layers on request is construction code of its own."""
+    source = ("import torch.nn as nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        return self.inner(x)\n\n"
+              "    def inner(self, x):\n        return x\n\n    def fuse(self):\n        self.qkv = nn.Linear(4, 12)\n")
+    rule = rule_by_code("DM401")
+    assert not rule.may_apply(_facts(source))
+    assert rule.may_apply(_facts(source.replace("return x\n", "return nn.Linear(4, 4)(x)\n")))
+
+
+def test_a_conditional_with_different_branches_keeps_no_cuda_check():
+    source = "import torch\nx = torch.ones(2)\ny = x.to('cuda') if torch.cuda.is_available() else x\n"
+    rule = rule_by_code("DM103")
+    assert not rule.may_apply(_facts(source))
+    assert rule.may_apply(_facts(source.replace("else x", "else x.to('cuda')")))
+
+
+def test_a_library_default_device_keeps_no_file():
+    """A ``device="cuda"`` default in a file others import is its callers' to override."""
+    source = 'import torch\n\ndef mask(n, device="cuda", *, dev="cuda:0"):\n    return n\n'
+    rule = rule_by_code("DM102")
+    assert not rule.may_apply(FileFacts(ast.parse(source), source, FileRole(imported=True)))
+    assert rule.may_apply(FileFacts(ast.parse(source), source, FileRole()))
+    assert not rule.may_apply(_facts(source.replace("device=", "size=").replace("dev=", "k=")))

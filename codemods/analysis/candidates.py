@@ -68,8 +68,10 @@ class FileFacts:
     """One file's ``ast`` tree, walked once: nodes by type, parents, imports and class bases."""
 
     def __init__(self, tree: ast.Module, text: str, role: FileRole | None = None,
-                 device_name: str = "device") -> None:
+                 device_name: str = "device", user_text: bool = False) -> None:
         self.tree, self.text, self.device_name = tree, text, device_name
+        # The file as the user wrote it (no fix of an earlier pass in it): every ``.to`` is theirs.
+        self.user_text = user_text
         self.role = role or FileRole()
         self.parent: dict[ast.AST, ast.AST] = {}
         self._by_type: dict[type, list[ast.AST]] = {}
@@ -220,14 +222,14 @@ class FileFacts:
         if any(self._local_device(f) for f in functions):
             return True
         if kind == "function":
-            if self._in_main_block(functions[-1]):
+            if self.in_main_block(functions[-1]):
                 return True  # defined inside the main block: driver code
             if self.role.imported or functions[-1].name not in self.role.driver_functions:  # type: ignore[attr-defined]
                 return any(self._tensor_parameter(f) for f in functions)
             return True
-        return not self.role.imported or self._in_main_block(node)
+        return not self.role.imported or self.in_main_block(node)
 
-    def _in_main_block(self, node: ast.AST) -> bool:
+    def in_main_block(self, node: ast.AST) -> bool:
         return any(isinstance(p, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__"
                                                  for n in ast_nodes(p.test))
                    for p in self.ancestors(node))

@@ -224,8 +224,9 @@ def runs_per_rank(module: cst.Module) -> bool:
             elif isinstance(small, cst.ImportFrom) and small.module is not None:
                 source = dotted(small.module) or ""
                 names = small.names if isinstance(small.names, (list, tuple)) else ()
-                if source.startswith("torch.distributed") or any(
-                        dotted(a.name) == "DistributedDataParallel" for a in names):
+                if source.startswith("torch.distributed") or any(  # (``from torch import distributed``)
+                        dotted(a.name) == "DistributedDataParallel"
+                        or (source == "torch" and dotted(a.name) == "distributed") for a in names):
                     return True
     return False
 
@@ -293,7 +294,11 @@ class DeviceLookup:
         ``replaces_cuda``: the fix swaps a placement the author already wrote (``.cuda()``,
         ``"cuda"``, a ``torch.cuda.FloatTensor`` alias) for the shared device, which is the
         same device on a GPU machine; such a fix may use the shared device in library code
-        too. A fix that adds a placement where none was written follows driver code only."""
+        too, but never in a file others import (outside its main block): the global device belongs
+        to driver code, so there the fix follows a tensor parameter or is not made. A fix that adds
+        a placement where none was written follows driver code only."""
+        if replaces_cuda and self.in_library_code(node):
+            replaces_cuda = False
         place = self.place(node)
         if place.kind in (ScopeKind.DATA_METHOD, ScopeKind.DATA_CALLBACK):
             return None
@@ -404,6 +409,8 @@ class DeviceLookup:
     def cuda_is_the_ranks(self, node: cst.CSTNode) -> bool:
         """One process per GPU that calls ``torch.cuda.set_device`` (itself or through a project
         helper): a bare ``.cuda()`` / ``"cuda"`` in its driver code already is the rank's own GPU."""
+        if self.per_rank and self.in_library_code(node):
+            return True  # a distributed program's helper: its driver picks each rank's GPU
         if not (self.per_rank and self.role.sets_cuda_device
                 and self.place(node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION, ScopeKind.OTHER_METHOD)):
             return False
@@ -445,6 +452,9 @@ class DeviceLookup:
             return (f"this runs in the model method `{name}`, where devmod finds no parameter, buffer or device "
                     "attribute to read the model's device from; use the device of the tensors it works on "
                     "(e.g. `x.device`)")
+        if kind in (ScopeKind.MODULE, ScopeKind.FUNCTION) and self.in_library_code(node):
+            return ("this file is imported by other project files, and the device belongs to the code that "
+                    "runs the program; take a device parameter, or use the device of a tensor it works on")
         return "devmod cannot tell which device this class uses; pass a device in explicitly"
 
     def _model_method(self, node: cst.CSTNode) -> cst.FunctionDef | None:
@@ -549,7 +559,8 @@ def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TOR
     ``c.unsqueeze(1)``) it arrives on the device the caller computes on, which a DataParallel
     replica's ``parameters()`` (empty there) cannot tell."""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
-                                     *function.params.kwonly_params)} - {"self", "cls"} - _tested_for_other_types(function)
+                                     *function.params.kwonly_params)} - {"self", "cls"} - _tested_for_other_types(function) \
+        - _converted_to_tensors(function)
     for node in walk(function.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in params:
             if node.attr.value in attributes:
@@ -558,6 +569,24 @@ def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TOR
                 and isinstance(node.func.value, cst.Name) and node.func.value.value in params:
             return node.func.value.value
     return None
+
+
+# Calls whose first argument is data to make a tensor from (a list, an array): no tensor yet.
+_TENSOR_FROM_DATA = frozenset({"tensor", "as_tensor", "asarray", "from_numpy", "array", "Tensor", "FloatTensor",
+                               "LongTensor", "DoubleTensor", "IntTensor", "BoolTensor", "ByteTensor"})
+
+
+def _converted_to_tensors(function: cst.FunctionDef) -> set[str]:
+    """Names the function hands to ``torch.tensor(k)``-like calls as data (stylegan2's
+    ``k = torch.tensor(k)`` of a kernel list): they arrive as lists or arrays, not tensors, even
+    where the body later reads ``k.ndim`` of the tensor made from them."""
+    found = set()
+    for node in walk(function.body):
+        if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None \
+                and isinstance(node.args[0].value, cst.Name) \
+                and (dotted(node.func) or "").rsplit(".", 1)[-1] in _TENSOR_FROM_DATA:
+            found.add(node.args[0].value.value)
+    return found
 
 
 def _tested_for_other_types(function: cst.FunctionDef) -> set[str]:

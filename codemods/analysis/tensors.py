@@ -242,12 +242,12 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
 
 
 # ``.to(...)`` keywords that neither move the tensor nor name a device.
-_NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
+NON_MOVING_TO_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
 
 
 def to_names_a_place(metadata: Mapping, to_call: cst.Call) -> bool:
     """Does this ``.to(...)`` name a device or a tensor (not only a dtype, ``non_blocking``, ...)?"""
-    return not all((a.keyword is not None and a.keyword.value in _NON_MOVING_TO_KEYWORDS)
+    return not all((a.keyword is not None and a.keyword.value in NON_MOVING_TO_KEYWORDS)
                    or (a.keyword is None and not a.star and is_dtype(metadata, a.value))
                    for a in to_call.args)
 

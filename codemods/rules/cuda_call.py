@@ -42,8 +42,10 @@ class CudaCall(Rule):
 
     @classmethod
     def may_apply(cls, facts: FileFacts) -> bool:
-        # A ``.cuda(...)`` call, or a conditional expression (both branches of a CUDA check).
-        return bool(facts.nodes(ast.IfExp)) or any(method_name(c) == "cuda" for c in facts.calls())
+        # A ``.cuda(...)`` call, or a conditional expression whose branches are the same code
+        # (the other rules have pointed both at the shared device).
+        return any(ast.dump(n.body) == ast.dump(n.orelse) for n in facts.nodes(ast.IfExp)) \
+            or any(method_name(c) == "cuda" for c in facts.calls())
     REPLACES_CUDA = True
 
     def visit_Module(self, node: cst.Module) -> bool:

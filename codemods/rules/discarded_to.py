@@ -45,7 +45,7 @@ class DiscardedTo(Rule):
                 continue
             while method_name(node) in CONVERSION_METHODS:
                 node = node.func.value
-            if isinstance(node, ast.Name):
+            if isinstance(node, ast.Name) and _may_be_local_tensor(facts, statement, node.id):
                 return True
         return False
 
@@ -100,6 +100,21 @@ class DiscardedTo(Rule):
         Invalid("import torch\nfrom torch.utils.data import TensorDataset\nX = torch.randn(10, 3)\n"
                 "X.to('cpu')\ndata = TensorDataset(X)\n"),
     ]
+
+
+def _may_be_local_tensor(facts: FileFacts, statement: ast.Expr, name: str) -> bool:
+    """``surely_tensor_variable`` says no when its innermost function binds ``name`` as a
+    parameter, or binds it nowhere (a global, or a name of an enclosing function)."""
+    function = next((p for p in facts.ancestors(statement)
+                     if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))), None)
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True  # module level or a class body: asked of libcst
+    arguments = function.args
+    if any(a.arg == name for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                   *filter(None, [arguments.vararg, arguments.kwarg])]):
+        return False
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+               for n in ast.walk(function))
 
 
 def _converted_name(value: cst.BaseExpression) -> cst.Name | None:

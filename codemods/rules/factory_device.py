@@ -52,7 +52,7 @@ from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribu
 from ..analysis.loops import packs_sequences
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+from ..analysis.tensors import DTYPES, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
     filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
     scalar_operand
 from .base import Invalid, Rule, Valid
@@ -94,7 +94,7 @@ class FactoryDevice(Rule):
             if names & factories and not keywords(call) & _PLACING:
                 # a factory that may take ``device=``: where a device may be found, or folded
                 # into a ``.to(<device>)`` right after it (anywhere)
-                if facts.may_get_device(call) or _may_fold(facts, call):
+                if (facts.may_get_device(call) and not _placed_after(facts, call)) or _may_fold(facts, call):
                     return True
             if names & HOST_MAKERS or (isinstance(call.func, ast.Name) and call.func.id in facts.role.tensor_helpers) \
                     or (method_name(call) == "type" and len(call.args) == 1 and facts.qnames(call.args[0]) & HOST_MAKERS):
@@ -502,12 +502,15 @@ class FactoryDevice(Rule):
                 return False
         return True
 
-    def _calls_fed(self, start: cst.BaseExpression):
+    def _calls_fed(self, start: cst.BaseExpression, unmoved: bool = False):
         """The calls that take the value of ``start`` as an argument, directly or through the
-        variable it is assigned to, also inside arithmetic (``net(batch + offset)``)."""
+        variable it is assigned to, also inside arithmetic (``net(batch + offset)``).
+        ``unmoved``: not through a use that the author moves on the way (``net(avg.to(device))``)."""
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, start)
         for use in [start, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
+            if unmoved and moved_in_chain(self.metadata, use):
+                continue
             top = chain_top(self.metadata, use)
             while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
                 top = parents.get(top)
@@ -521,7 +524,7 @@ class FactoryDevice(Rule):
         the variable it is assigned to, an argument of a model or a loss."""
         if self._model_names is None:
             self._model_names = model_variables(self.metadata, self.tree, self.facts)
-        for callee in self._calls_fed(call):
+        for callee in self._calls_fed(call, unmoved=True):
             if is_model_callee(callee.func, self._model_names) or is_loss_callee(callee.func):
                 return not blocked_callee(self.metadata, self.model_groups(), callee.func) \
                     and not (isinstance(callee.func, cst.Name) and self._pinned_to_cpu(callee.func))
@@ -943,8 +946,41 @@ def _is_attribute_name(metadata, node: cst.Name) -> bool:
         (isinstance(parent, cst.Arg) and parent.keyword is node)
 
 
+def _placed_after(facts: FileFacts, factory: ast.Call) -> bool:
+    """``FactoryDevice._moved_after`` on the ``ast`` tree, where it surely says yes: a ``.cuda()``
+    right after the factory, a ``.to`` naming a device (``device=``, ``x.device``), or a
+    ``.to``/``.cuda``/``.cpu``/``.pin_memory`` later in a chain that starts with another method."""
+    current: ast.AST = factory
+    first = True
+    while True:
+        attribute = facts.parent.get(current)
+        outer = facts.parent.get(attribute) if isinstance(attribute, ast.Attribute) else None
+        if not (isinstance(outer, ast.Call) and outer.func is attribute and attribute.value is current):  # type: ignore[union-attr]
+            return False
+        name = attribute.attr  # type: ignore[union-attr]
+        if first and name == "to":
+            return _surely_names_a_place(facts, outer)  # type: ignore[arg-type]
+        if name == "cuda" or (not first and name in ("to", "cpu", "pin_memory")):
+            return True
+        current, first = outer, False
+
+
+def _surely_names_a_place(facts: FileFacts, to: ast.Call) -> bool:
+    """``to_names_a_place`` on the ``ast`` tree, where it surely says yes: an argument that is no
+    dtype under any name the import lines may give it, or a keyword that moves (``device=``)."""
+    return any(k.arg not in NON_MOVING_TO_KEYWORDS for k in to.keywords) or any(
+        isinstance(a, (ast.Starred, ast.Constant)) or isinstance(a, (ast.Name, ast.Attribute)) and not (
+            (isinstance(a, ast.Attribute) and a.attr == "dtype")
+            or any(n.startswith("torch.") and n[6:] in DTYPES for n in facts.qnames(a)))
+        for a in to.args)
+
+
 def _may_fold(facts: FileFacts, factory: ast.Call) -> bool:
-    """``torch.zeros(n).to(<device>)``, which ``_fold_to`` folds wherever it is."""
+    """``torch.zeros(n).to(<device>)``, which ``_fold_to`` folds wherever it is, unless the
+    user wrote that ``.to`` (the first pass): then only in a model's forward path, with the
+    module's global device, which ``may_apply`` asks about anyway."""
+    if facts.user_text:
+        return False
     attribute = facts.parent.get(factory)
     outer = facts.parent.get(attribute) if isinstance(attribute, ast.Attribute) and attribute.attr == "to" else None
     if not (isinstance(outer, ast.Call) and outer.func is attribute and len(outer.args) == 1 and not outer.keywords):

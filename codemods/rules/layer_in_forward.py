@@ -33,6 +33,7 @@ import re
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from ..analysis.ast_walk import ast_nodes
 from ..analysis.candidates import FileFacts
 from ..analysis.names import dotted, keyword, last_part, qualified_names
 from ..analysis.roles import MODEL_FACTORY_PREFIXES, is_loss_constructor, is_torch_nn_class
@@ -78,7 +79,8 @@ class LayerInForward(Rule):
                 if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     method = parent
                 elif isinstance(parent, ast.ClassDef):
-                    if method is not None and method.name != "__init__" and parent.name in facts.model_classes:
+                    if method is not None and method.name != "__init__" and parent.name in facts.model_classes \
+                            and method.name in _reached_from_forward(parent):
                         return True
                     break
         return False
@@ -258,6 +260,21 @@ def _torch_layer_has_state(names: set[str], call: cst.Call) -> bool:
 def _methods(klass: cst.ClassDef) -> dict[str, cst.FunctionDef]:
     body = klass.body.body if isinstance(klass.body, cst.IndentedBlock) else ()
     return {stmt.name.value: stmt for stmt in body if isinstance(stmt, cst.FunctionDef)}
+
+
+def _reached_from_forward(klass: ast.ClassDef) -> set[str]:
+    """``_reachable(methods, {"forward"})`` on the ``ast`` tree, with no depth limit (so never fewer)."""
+    methods = {s.name: s for s in klass.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    found = {"forward"} & set(methods)
+    frontier = set(found)
+    while frontier:
+        called = {node.func.attr for name in frontier for node in ast_nodes(methods[name])
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
+                  and node.func.attr in methods}
+        frontier = called - found
+        found |= frontier
+    return found
 
 
 def _reachable(methods: dict[str, cst.FunctionDef], start: set[str]) -> set[str]:

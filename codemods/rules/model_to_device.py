@@ -65,10 +65,13 @@ class ModelToDevice(Rule):
     def may_apply(cls, facts: FileFacts) -> bool:
         # Every fix and report starts from an assignment in training code (no class around it)
         # whose value builds a model, a wrapper or a loss (maybe in a chain, a list or a tuple).
+        wrappers = "DataParallel" in facts.text
         for node in facts.nodes(ast.Assign, ast.AnnAssign):
             value = node.value
             if value is None or facts.in_class(node):
                 continue
+            if facts.role.imported and not wrappers and not facts.in_main_block(node):
+                continue  # a file others import: no device there (``device_for``), and no wrapper to report
             for element in value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]:
                 if any(may_build_model(facts, call) for call in chain(element)):
                     return True
@@ -245,7 +248,7 @@ class ModelToDevice(Rule):
         return False
 
     def _model_needs_move(self, assign, call: cst.Call, name: str) -> bool:
-        if places_itself(call) or self._moved(assign, name):
+        if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign):
             return False
         if self._changed_later(assign, name):
             if self.device_for(assign) is None:
@@ -265,6 +268,20 @@ class ModelToDevice(Rule):
                                     "move it to the first of them before wrapping")
                 return False
         return True
+
+    def _only_a_template(self, assign) -> bool:
+        """``g = Generator(); state = g.state_dict()`` and nothing else: a converter fills and
+        saves the state; the model never runs, and moving it would save CUDA tensors."""
+        target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+        if not isinstance(target, cst.Name):
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        uses = uses_of_binding(self.metadata, target)
+        return bool(uses) and all(
+            isinstance(attribute := parents.get(use), cst.Attribute) and attribute.value is use
+            and attribute.attr.value in ("state_dict", "load_state_dict")
+            and isinstance(call := parents.get(attribute), cst.Call) and call.func is attribute
+            for use in uses)
 
     def _changed_later(self, assign, name: str) -> bool:
         target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None

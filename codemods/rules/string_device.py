@@ -285,12 +285,23 @@ pinned = device == "cuda"
     ]
 
 
+def _device_default(facts: FileFacts, arguments: ast.arguments, literal: ast.Constant) -> bool:
+    """Is ``literal`` the default of a device-named parameter outside library code (``leave_Param``)?"""
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults),
+             *zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    names = {argument.arg for argument, default in pairs if default is literal}
+    return bool(names & DEVICE_LIKE_NAMES) and (not facts.role.imported or facts.in_main_block(arguments))
+
+
 def _may_be_device_position(facts: FileFacts, literal: ast.Constant) -> bool:
     """Where DM102 may read a CUDA literal: an assigned value, a ``device=`` / ``map_location=``
     argument, an argument of ``.to(...)`` / ``torch.load(...)``, a parameter default, or inside
     ``torch.device(...)`` (which may sit in one of those)."""
     parent = facts.parent.get(literal)
-    if isinstance(parent, (ast.Assign, ast.arguments)):
+    if isinstance(parent, ast.arguments):
+        return _device_default(facts, parent, literal)
+    if isinstance(parent, ast.Assign):
         return True
     if isinstance(parent, ast.keyword):
         return parent.arg in DEVICE_KEYWORDS

@@ -1,0 +1,150 @@
+"""Shapes from the ninth held-out trial (CLIP, whisper, segment-anything, stylegan2-pytorch,
+build-nanogpt, Machine-Learning-Collection, deep-learning-v2-pytorch, TCN; docs/real-repos.md).
+Each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from all_rules_support import rewrite as run
+
+from codemods.analysis.project import ProjectIndex
+from codemods.engine import transform_source
+
+
+def _project(files: dict[Path, str]) -> dict[str, object]:
+    """Every file's result, each read with the whole project's index."""
+    index = ProjectIndex.build([(str(path), text) for path, text in files.items()])
+    return {path.name: transform_source(text, str(path), role=index.role_for(str(path)))
+            for path, text in files.items()}
+
+
+def test_cuda_in_a_model_file_follows_the_input_not_a_new_global(tmp_path):
+    # stylegan2 swagan.py: ``torch.zeros(...).float().cuda()`` in a helper of a model file that
+    # train.py imports became ``.to(device)`` on a module-level device of the model file's own.
+    nets = textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+
+        def upsample(x):
+            b, c, h, w = x.size()
+            out = torch.zeros([b, c // 4, 2 * h, 2 * w]).float().cuda()
+            out[:, :, 0::2, 0::2] = x[:, : c // 4]
+            return out
+
+
+        def table():
+            return torch.arange(4).cuda()
+
+
+        class Gen(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.lin(x)
+    """)
+    script = textwrap.dedent("""\
+        import torch
+        from nets import Gen
+
+        if __name__ == "__main__":
+            device = "cuda"
+            g = Gen().to(device)
+            print(g(torch.ones(1, 4, device=device)))
+    """)
+    results = _project({tmp_path / "nets.py": nets, tmp_path / "train.py": script})
+    out = results["nets.py"].output
+    assert "torch.zeros([b, c // 4, 2 * h, 2 * w]).float().to(x.device)" in out
+    assert "\ndevice =" not in out and "return torch.arange(4).cuda()" in out
+    # the helper with no tensor to follow is reported, with the reason: it is library code
+    [finding] = results["nets.py"].open_findings
+    assert finding.code == "DM103" and finding.line == 13 and "imported by other project files" in finding.message
+    assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in results["train.py"].output
+
+
+def test_a_distributed_helper_module_keeps_its_cuda_collectives(tmp_path):
+    # stylegan2 distributed.py: NCCL collectives on ``.to("cuda")`` (the rank's GPU, set by the
+    # training script) got a module-level global device; ``from torch import distributed`` was not
+    # read as a distributed program.
+    helper = textwrap.dedent("""\
+        import pickle
+
+        import torch
+        from torch import distributed as dist
+
+
+        def all_gather(data):
+            world = dist.get_world_size()
+            tensor = torch.ByteTensor(torch.ByteStorage.from_buffer(pickle.dumps(data))).to("cuda")
+            sizes = [torch.IntTensor([0]).to("cuda") for _ in range(world)]
+            dist.all_gather(sizes, torch.IntTensor([tensor.numel()]).to("cuda"))
+            return sizes
+    """)
+    script = "import torch\nfrom dist_utils import all_gather\n\nif __name__ == '__main__':\n" \
+             "    torch.cuda.set_device(0)\n    print(all_gather([1]))\n"
+    results = _project({tmp_path / "dist_utils.py": helper, tmp_path / "train.py": script})
+    assert results["dist_utils.py"].output == helper and not results["dist_utils.py"].findings
+
+
+def test_a_parameter_made_into_a_tensor_is_no_device_source():
+    # stylegan2 model.py make_kernel: ``k = torch.tensor(k)`` of a kernel *list*, then ``k.ndim``
+    # of the new tensor; ``device=k.device`` on the list raised AttributeError in every model build.
+    source, result = run("""\
+        import torch
+        from torch import nn
+
+
+        def make_kernel(k):
+            k = torch.tensor(k, dtype=torch.float32)
+            if k.ndim == 1:
+                k = k[None, :] * k[:, None]
+            k /= k.sum()
+            return k
+
+
+        def as_kernel(k):
+            k = torch.as_tensor(k, dtype=torch.float32)
+            return k[None, :] * k[:, None] if k.ndim == 1 else k
+
+
+        class Blur(nn.Module):
+            def __init__(self, kernel=(1, 3, 3, 1)):
+                super().__init__()
+                self.register_buffer("kernel", make_kernel(list(kernel)))
+
+            def forward(self, x):
+                return x * self.kernel.sum()
+
+
+        if __name__ == "__main__":
+            print(Blur()(torch.ones(2)))
+    """)
+    assert result.output == source and not result.findings
+
+
+def test_what_a_converter_only_saves_stays_on_the_cpu():
+    # stylegan2 convert_weight.py: models built only for their ``state_dict()`` templates, and an
+    # average the author moves where it is used, got ``.to(device)`` before ``torch.save``: on a GPU
+    # machine the checkpoint then held CUDA tensors.
+    source, result = run("""\
+        import numpy as np
+        import torch
+        from torch import nn
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            net = nn.Linear(4, 4)
+            avg = torch.from_numpy(np.zeros(4, dtype="float32"))
+            extra = nn.Linear(4, 2)
+            state = extra.state_dict()
+            torch.save({"net": net.state_dict(), "avg": avg, "extra": state}, "converted.pt")
+            net = net.to(device)
+            with torch.no_grad():
+                out = net(torch.ones(1, 4).to(device) + avg.to(device))
+            print(out.shape)
+    """)
+    assert result.output == source and not result.findings

@@ -196,6 +196,10 @@ class SimulatedCuda(TorchFunctionMode):
         if kwargs and kwargs.get("generator") is not None:
             self.check_generator(func, kwargs["generator"], target or common)
         result = func(*args, **kwargs)
+        if constructor and target is not None and target != common and args and result is args[0]:
+            # ``as_tensor(t, device=d)`` / ``asarray`` of a tensor on another device is a copy there
+            # (``t.to(d)``); on the one real CPU it came back as ``t`` itself
+            result = result.clone()
         self.mark_result(result, target or common, inputs)
         return result
 

@@ -354,3 +354,16 @@ def test_reentrant_checkpointing_runs_its_backward(sim):
     y = checkpoint.checkpoint(lambda t: torch.relu(layer(t)), x, use_reentrant=True)
     y.sum().backward()
     assert x.grad is not None and x.grad.device.type == "cuda"
+
+
+def test_as_tensor_of_a_tensor_elsewhere_copies_it_there(sim):
+    # segment-anything MaskData.filter: ``v[torch.as_tensor(keep, device=v.device)]`` with ``keep`` on
+    # the GPU and ``v`` on the CPU; on real CUDA that is ``keep.to("cpu")`` and the index works.
+    v = torch.arange(5)
+    keep = torch.tensor([True, False, True, False, True], device="cuda")
+    for make in (torch.as_tensor, torch.asarray):
+        index = make(keep, device=v.device)
+        assert index.device.type == "cpu" and keep.device.type == "cuda"
+        assert v[index].tolist() == [0, 2, 4]
+    assert torch.as_tensor(torch.ones(2), device="cuda").device.type == "cuda"
+    assert torch.as_tensor(keep).device.type == "cuda"

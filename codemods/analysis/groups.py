@@ -689,10 +689,14 @@ class _GroupFinder:
 
     def _next_batch(self, value: cst.Call) -> bool:
         """``next(iter(loader))`` or ``next(batches)`` after ``batches = iter(loader)``: one CPU batch
-        of a DataLoader, taken by hand instead of in a ``for`` loop (DM203 moves those)."""
-        if dotted(value.func) != "next" or len(value.args) != 1:
+        of a DataLoader, taken by hand instead of in a ``for`` loop (DM203 moves those). Also
+        ``batches.next()``, which DataLoader iterators had until torch 1.13 (older notebooks)."""
+        if dotted(value.func) == "next" and len(value.args) == 1:
+            source = value.args[0].value
+        elif isinstance(value.func, cst.Attribute) and value.func.attr.value == "next" and not value.args:
+            source = value.func.value
+        else:
             return False
-        source = value.args[0].value
         if isinstance(source, cst.Name):
             target = self._reaching_binding(source)  # ``data_iter = iter(loader)``, maybe rebound later
             if target is None:
@@ -715,10 +719,30 @@ class _GroupFinder:
         if any(b.scope is not bindings[0].scope for b in bindings):
             return None
         if any(self._in_loop(b.node) for b in bindings):
+            if not self._in_loop(use):  # ``images, labels = next(it)`` after (or before) a loop over the same names
+                straight = self._dominating_binding_above(use, [b.node for b in bindings])  # type: ignore[misc]
+                if straight is not None:
+                    return straight
             return self._loop_binding(use, [b.node for b in bindings])  # type: ignore[misc]
         line = line_of(self.metadata, use)
         above = [b.node for b in bindings if line_of(self.metadata, b.node) < line]
         return max(above, key=lambda n: line_of(self.metadata, n), default=None)  # type: ignore[arg-type]
+
+    def _dominating_binding_above(self, use: cst.Name, targets: list[cst.Name]) -> cst.Name | None:
+        """The last binding above ``use`` when it surely runs before it on every path: no loop, ``if``,
+        ``try`` or ``with`` around it that is not around ``use`` too (a ``for`` target is in its loop)."""
+        line = line_of(self.metadata, use)
+        above = [t for t in targets if 0 < line_of(self.metadata, t) < line]
+        if not above:
+            return None
+        last = max(above, key=lambda n: line_of(self.metadata, n))
+        if sum(line_of(self.metadata, t) == line_of(self.metadata, last) for t in above) > 1:
+            return None  # two bindings on one line: no single answer
+        around_use = {id(a) for a in ancestors(self.metadata, use)}
+        blocks = (cst.For, cst.While, cst.If, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match)
+        if any(isinstance(a, blocks) and id(a) not in around_use for a in ancestors(self.metadata, last)):
+            return None
+        return last
 
     def _loop_binding(self, use: cst.Name, targets: list[cst.Name]) -> cst.Name | None:
         """``for one in rows: one = one.view(1, -1); net(one)``: in a ``for`` body, the last

@@ -277,11 +277,21 @@ def moved_in(body: cst.CSTNode, names: set[str], device_names: set[str]) -> bool
             return True
         if isinstance(node, _COMPREHENSIONS) and mentions(node.for_in.iter) and has_move(node):
             return True
-        if isinstance(node, cst.Call) and any(mentions(a.value) for a in node.args):
+        if isinstance(node, cst.Call) and any(_hands_over(a.value, names) for a in node.args):
             callee = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
             if "device" in callee or "cuda" in callee or any(_is_device(a.value, device_names) for a in node.args):
                 return True
     return False
+
+
+def _hands_over(value: cst.BaseExpression, names: set[str]) -> bool:
+    """Is ``value`` the batch itself (``batch``, ``batch[0]``, ``(x, y)``), not something read off it
+    (``*images.shape`` in ``torch.randn(*images.shape, device=device)`` moves nothing)?"""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return any(_hands_over(e.value, names) for e in value.elements)
+    while isinstance(value, cst.Subscript):
+        value = value.value
+    return isinstance(value, cst.Name) and value.value in names
 
 
 def _is_device(node: cst.BaseExpression, device_names: set[str]) -> bool:
@@ -348,11 +358,33 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         plan = _plan_many(metadata, loop, names, is_model, packs)
     if isinstance(plan, BatchPlan) and plan.index and moved_in(loop.body, set(plan.names), device_names):
         return None  # ``x, y = batch`` then ``x = x.to(device)``
+    if isinstance(plan, BatchPlan) and (numpy_call := _through_numpy(metadata, loop.body, plan.names)):
+        return f"the batch goes through NumPy (`{numpy_call}`) in the loop, which needs it on the CPU"
     if isinstance(plan, BatchPlan) and plan.dict_batch:
         parts = _parts_of(loop.body, plan.names[0])
         if parts and all(moved_in(loop.body, {part}, device_names) for part in parts):
             return None  # ``images = batch["image"]`` then ``images.to(device=device, ...)``, each part
     return plan
+
+
+def _through_numpy(metadata: Mapping, body: cst.BaseSuite, names: Sequence[str]) -> str | None:
+    """The NumPy function (``np.clip``) that the loop hands a batch tensor, or a value computed
+    from one in the loop (``noisy = images + noise``), as an argument of its own, if any: NumPy
+    reads a CUDA tensor as an array and fails, so such a batch cannot move. (``y.numpy()`` in
+    ``np.sum(pred == y.numpy())`` is DM303's: it gets a ``.cpu()``.)"""
+    derived = set(names)
+    assigns = [n for n in walk(body) if isinstance(n, cst.Assign)]
+    for _ in range(len(assigns) + 1):
+        grown = {t.target.value for a in assigns for t in a.targets if isinstance(t.target, cst.Name)
+                 and any(isinstance(n, cst.Name) and n.value in derived for n in walk(a.value))} - derived
+        if not grown:
+            break
+        derived |= grown
+    for node in walk(body):
+        if isinstance(node, cst.Call) and any(q.startswith("numpy.") for q in qualified_names(metadata, node.func)) \
+                and any(isinstance(a.value, cst.Name) and a.value.value in derived for a in node.args):
+            return dotted(node.func) or "numpy"
+    return None
 
 
 def _parts_of(body: cst.BaseSuite, name: str) -> list[str]:

@@ -148,3 +148,65 @@ def test_what_a_converter_only_saves_stays_on_the_cpu():
             print(out.shape)
     """)
     assert result.output == source and not result.findings
+
+
+def test_a_batch_taken_by_hand_moves_even_when_a_loop_reuses_its_names():
+    # udacity intro-to-pytorch and autoencoder notebooks: ``images, labels = next(iter(loader))``
+    # (or ``dataiter.next()``, torch < 1.13) before or after ``for images, labels in loader``; the
+    # model moved, the by-hand batch did not.
+    source, result = run("""\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,))), batch_size=4)
+        criterion = nn.NLLLoss()
+
+        model = nn.Sequential(nn.Linear(4, 2), nn.LogSoftmax(dim=1))
+        images, labels = next(iter(loader))
+        print(criterion(model(images), labels))
+
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for images, labels in loader:
+            optimizer.zero_grad()
+            criterion(model(images), labels).backward()
+            optimizer.step()
+
+        dataiter = iter(loader)
+        images, labels = dataiter.next()
+        print(model(images).shape)
+    """)
+    out = result.output
+    assert out.count("images, labels = images.to(device), labels.to(device)") == 3
+    assert ".to(device)" in out.split("images, labels = next(iter(loader))")[1].split("\n")[1]
+
+
+def test_a_batch_handed_to_numpy_keeps_its_model_on_the_cpu():
+    # udacity denoising autoencoder: ``noisy = np.clip(images + noise, 0., 1.)`` fed to the model.
+    # NumPy reads a CUDA tensor as an array and fails, so the group stays and is reported; a noise
+    # tensor built with ``*images.shape`` no longer counts as moving the batch.
+    source, result = run("""\
+        import numpy as np
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        loader = DataLoader(TensorDataset(torch.rand(16, 4), torch.randint(0, 2, (16,))), batch_size=4)
+        model = nn.Linear(4, 4)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for data in loader:
+            images, _ = data
+            noisy = images + 0.5 * torch.randn(*images.shape)
+            noisy = np.clip(noisy, 0., 1.)
+            optimizer.zero_grad()
+            loss = ((model(noisy) - images) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+    """)
+    assert result.output == source
+    [finding] = result.findings
+    assert finding.code == "DM202" and "NumPy (`np.clip`)" in finding.message
+    # without NumPy in the loop, the batch moves with the model (the noise is built on the device)
+    _, moved = run(source.replace("    noisy = np.clip(noisy, 0., 1.)\n", ""))
+    assert "    images = images.to(device)\n    noisy = images + 0.5 * torch.randn(*images.shape, device=device)" \
+        in moved.output

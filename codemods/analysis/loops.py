@@ -30,6 +30,8 @@ _TENSOR_ATTRIBUTES = frozenset({
     "to", "cuda", "size", "shape", "dim", "ndim", "float", "long", "int", "half", "double", "bool",
     "view", "reshape", "unsqueeze", "squeeze", "permute", "transpose", "contiguous", "flatten",
     "numel", "dtype", "type", "detach", "clone", "max", "min", "sum", "mean", "argmax", "t", "T",
+    # (``target.data[i]``: ``.data`` is the tensor itself; these are tensor methods too)
+    "data", "eq", "ne", "item", "tolist", "cpu", "numpy", "expand", "repeat", "argmin", "abs", "exp", "log",
 })
 _MOVES = ("to", "cuda")
 # Loop variables that are surely not tensors (a default collate keeps strings as lists).

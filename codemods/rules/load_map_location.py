@@ -22,13 +22,18 @@ whatever device they were saved from, which need not be the model's.
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider
 
 from ..analysis.candidates import FileFacts
 from ..analysis.names import keyword, positional, qualified_names
 from ..analysis.scopes import ScopeKind
-from ..analysis.tensors import bound_before
+from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
+
+
+# A model's own methods: a loaded object asked for these runs as a model.
+_MODEL_API = frozenset({"eval", "train", "forward", "parameters", "named_parameters", "modules", "children"})
 
 
 class LoadMapLocation(Rule):
@@ -53,8 +58,30 @@ class LoadMapLocation(Rule):
         if any(a.star for a in original_node.args):
             return updated_node
         device = self._device(original_node)
+        if isinstance(device, cst.SimpleString) and self._may_be_a_whole_model(original_node) \
+                and self.devices.place(original_node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
+            return updated_node  # on the CPU it would meet the data its saver placed: left as the author has it
         return self.fix(original_node, updated_node, with_keyword(updated_node, "map_location", device),
                         "`torch.load` without `map_location` restores tensors to the device they were saved on")
+
+    def _may_be_a_whole_model(self, load: cst.Call) -> bool:
+        """Is the loaded object maybe a pickled model that runs, not a state dict? Returned to a
+        caller, or bound to a name that is called or asked for ``eval()`` / ``parameters()``
+        (TCN's ``model = torch.load(f)`` then ``model(data)`` with ``data`` on the GPU)."""
+        parents = self.metadata[ParentNodeProvider]
+        parent = parents.get(load)
+        if isinstance(parent, cst.Return):
+            return True
+        if isinstance(parent, cst.Call) and parent.func is load:
+            return True
+        name = assigned_name(self.metadata, load)
+        for use in uses_of_binding(self.metadata, name) if name is not None else []:
+            holder = parents.get(use)
+            if isinstance(holder, cst.Return) or (isinstance(holder, cst.Call) and holder.func is use):
+                return True
+            if isinstance(holder, cst.Attribute) and holder.value is use and holder.attr.value in _MODEL_API:
+                return True
+        return False
 
     def _device(self, node: cst.Call) -> cst.BaseExpression:
         """The shared device in module/function code, else the CPU (always safe to load to)."""

@@ -210,3 +210,56 @@ def test_a_batch_handed_to_numpy_keeps_its_model_on_the_cpu():
     _, moved = run(source.replace("    noisy = np.clip(noisy, 0., 1.)\n", ""))
     assert "    images = images.to(device)\n    noisy = images + 0.5 * torch.randn(*images.shape, device=device)" \
         in moved.output
+
+
+def test_a_batch_read_through_data_is_a_plain_tensor():
+    # udacity mnist-mlp and batch-norm: ``label = target.data[i]`` in a per-class accuracy loop was
+    # read as a custom batch object: a false report, and ``--check`` failed on correct code.
+    source, result = run("""\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,))), batch_size=4)
+        model = nn.Linear(4, 2)
+        class_correct = [0.0, 0.0]
+        for data, target in loader:
+            correct = model(data).argmax(1).eq(target)
+            for i in range(data.size(0)):
+                label = target.data[i]
+                class_correct[label] += correct[i].item()
+        print(class_correct)
+    """)
+    assert not result.open_findings
+    assert "model = nn.Linear(4, 2).to(device)" in result.output
+    assert "    data, target = data.to(device), target.to(device)" in result.output
+
+
+def test_a_whole_model_reloaded_in_the_same_run_gets_no_cpu_map_location():
+    # TCN word_cnn_test.py and udacity's helper.load_model: ``model = torch.load(f)`` of a model the
+    # run saved on its own device, then fed data on that device; ``map_location="cpu"`` put it on the
+    # CPU next to CUDA data.
+    source, result = run("""\
+        import argparse
+        import torch
+        from torch import nn
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", action="store_false")
+        args = parser.parse_args()
+        model = nn.Linear(4, 2)
+        data = torch.randn(3, 4)
+        if args.cuda:
+            model.cuda()
+            data = data.cuda()
+        with open("model.pt", "wb") as f:
+            torch.save(model, f)
+        with open("model.pt", "rb") as f:
+            model = torch.load(f, weights_only=False)
+        print(model(data))
+
+
+        def load_model(path):
+            return torch.load(path, weights_only=False)
+    """)
+    assert "map_location" not in result.output

@@ -275,7 +275,8 @@ def moved_in(body: cst.CSTNode, names: set[str], device_names: set[str]) -> bool
         return any(isinstance(n, cst.Call) and method_call(n, *_MOVES) for n in walk(node))
 
     for node in walk(body):
-        if isinstance(node, cst.Call) and method_call(node, *_MOVES) and mentions(node.func.value):  # type: ignore[attr-defined]
+        if isinstance(node, cst.Call) and method_call(node, *_MOVES) and mentions(node.func.value) \
+                and not _helper_result(node.func.value):  # type: ignore[attr-defined]
             return True
         if isinstance(node, _COMPREHENSIONS) and mentions(node.for_in.iter) and has_move(node):
             return True
@@ -284,6 +285,14 @@ def moved_in(body: cst.CSTNode, names: set[str], device_names: set[str]) -> bool
             if "device" in callee or "cuda" in callee or any(_is_device(a.value, device_names) for a in node.args):
                 return True
     return False
+
+
+def _helper_result(value: cst.BaseExpression) -> bool:
+    """``one_hot(y)`` (maybe with methods after it): a new value a function made from the batch;
+    moving it (``one_hot(y).to(device)``) leaves the batch where it is."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        value = value.func.value
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
 
 
 def _hands_over(value: cst.BaseExpression, names: set[str]) -> bool:

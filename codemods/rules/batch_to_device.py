@@ -33,6 +33,7 @@ the top of the loop body.
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 import libcst as cst
 
@@ -80,7 +81,9 @@ class BatchToDevice(Rule):
         if isinstance(plan, str):
             self.report(original_node, f"batch not moved to the device: {plan}; move it by hand")
             return updated_node
-        if plan is None:
+        if plan is not None and not plan.dict_batch:
+            plan = dataclasses.replace(plan, names=[n for n in plan.names if n not in self._host_helper_inputs(original_node)])
+        if plan is None or not plan.names:
             return updated_node
         statement = _dict_move(plan.names[0], device, loader) if plan.dict_batch \
             else _move_names(plan.names, device, loader)
@@ -89,6 +92,14 @@ class BatchToDevice(Rule):
         replacement = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
         return self.fix(original_node, updated_node, replacement,
                         f"batch from `{loader.label}` is never moved to the device")
+
+    def _host_helper_inputs(self, loop: cst.For) -> set[str]:
+        """Batch names handed to a project helper that builds a CPU tensor from them
+        (``one_hot(y)`` with ``torch.LongTensor(label)`` inside): they stay, and DM201 moves
+        the helper's result instead."""
+        helpers = self.state.role.tensor_helpers
+        return {a.value.value for n in walk(loop.body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+                and n.func.value in helpers for a in n.args if isinstance(a.value, cst.Name)}
 
     def _feeds_model(self, loop: cst.For) -> bool:
         """Does the loop body call a model or a loss, or hand a model to a call? A function that

@@ -263,3 +263,40 @@ def test_a_whole_model_reloaded_in_the_same_run_gets_no_cpu_map_location():
             return torch.load(path, weights_only=False)
     """)
     assert "map_location" not in result.output
+
+
+def test_labels_for_a_cpu_helper_stay_and_the_rest_of_the_batch_moves(tmp_path):
+    # Deep-Learning-with-PyTorch-Tutorials lesson05: ``one_hot(y)`` builds ``torch.LongTensor(label)``
+    # on the CPU. DM201 moved its result, which then counted as moving ``y``, and ``x`` stayed on the
+    # CPU beside the moved model. Also shape 09: ``torch.randn(x.size(0), 4, device=device)`` is no move of ``x``.
+    helper = textwrap.dedent("""\
+        import torch
+
+
+        def one_hot(label, depth=3):
+            out = torch.zeros(label.size(0), depth)
+            idx = torch.LongTensor(label).view(-1, 1)
+            out.scatter_(dim=1, index=idx, value=1)
+            return out
+    """)
+    script = textwrap.dedent("""\
+        import torch
+        from torch import nn
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader, TensorDataset
+        from utils import one_hot
+
+        loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randint(0, 3, (16,))), batch_size=4)
+        net = nn.Linear(4, 3)
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+        for batch_idx, (x, y) in enumerate(loader):
+            noise = torch.randn(x.size(0), 4)
+            out = net(x + noise)
+            loss = F.mse_loss(out, one_hot(y))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """)
+    out = _project({tmp_path / "utils.py": helper, tmp_path / "train.py": script})["train.py"].output
+    assert "    x = x.to(device)\n    noise = torch.randn(x.size(0), 4, device=device)" in out
+    assert "one_hot(y).to(device)" in out and "y.to(device)" not in out

@@ -21,6 +21,8 @@ whatever device they were saved from, which need not be the model's.
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
@@ -47,7 +49,10 @@ class LoadMapLocation(Rule):
 
     @classmethod
     def may_apply(cls, facts: FileFacts) -> bool:
-        return any(True for _ in facts.calls_of("torch.load"))
+        # (the checks ``leave_Call`` starts with: one positional argument, no ``map_location``, no ``*``/``**``)
+        return any(len(call.args) == 1 and not isinstance(call.args[0], ast.Starred)
+                   and all(k.arg is not None and k.arg != "map_location" for k in call.keywords)
+                   for call in facts.calls_of("torch.load"))
     REPLACES_CUDA = True
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:

@@ -246,3 +246,12 @@ def test_a_library_default_device_keeps_no_file():
     assert not rule.may_apply(FileFacts(ast.parse(source), source, FileRole(imported=True)))
     assert rule.may_apply(FileFacts(ast.parse(source), source, FileRole()))
     assert not rule.may_apply(_facts(source.replace("device=", "size=").replace("dev=", "k=")))
+
+
+def test_a_name_bound_to_a_model_keeps_no_discarded_to_check():
+    """``model = cls.from_config(c)`` then ``model.to(dtype)``: a module moves in place (DM204 leaves it)."""
+    source = ("import torch\n\ndef build(cls, c, dtype):\n    model = cls.from_config(c)\n    model.to(dtype)\n"
+              "    net = Net(4).float()\n    net.half()\n    return model, net\n")
+    rule = rule_by_code("DM204")
+    assert not rule.may_apply(_facts(source))
+    assert rule.may_apply(_facts(source.replace("cls.from_config(c)", "torch.zeros(c)")))

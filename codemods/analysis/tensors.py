@@ -24,7 +24,7 @@ _CPU_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "sea
 # Attributes and methods that read a tensor's metadata, never its data.
 _METADATA_ATTRIBUTES = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda"})
 _CPU_METHODS = frozenset({"numpy", "tolist", "item", "cpu"})
-_TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "detach", "clone", "view",
+TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "detach", "clone", "view",
                              "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous", "to",
                              "fill_", "normal_", "uniform_", "zero_", "requires_grad_", "expand"})
 # Methods that return a converted copy and leave the receiver alone: discarding the result is a no-op.
@@ -51,7 +51,7 @@ def chain_top(metadata: Mapping, node: cst.CSTNode) -> cst.CSTNode:
         parent = parents.get(current)
         if isinstance(parent, cst.Attribute) and parent.value is current:
             call = parents.get(parent)
-            if isinstance(call, cst.Call) and call.func is parent and parent.attr.value in _TENSOR_METHODS:
+            if isinstance(call, cst.Call) and call.func is parent and parent.attr.value in TENSOR_METHODS:
                 current = call
                 continue
         return current
@@ -760,7 +760,7 @@ def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
     """A factory call, a tensor method chain on one, or a name assigned once from either."""
     node = expr
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-            node.func.attr.value in _TENSOR_METHODS:
+            node.func.attr.value in TENSOR_METHODS:
         node = node.func.value
     if factory_name(metadata, node):
         return True
@@ -823,7 +823,7 @@ def _makes_tensor(metadata: Mapping, value: cst.BaseExpression, variable: str) -
     """``torch.zeros(3)``, ``t.float()`` for a surely-tensor ``t``, or ``x.to(device)`` of the variable itself."""
     node = value
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-            node.func.attr.value in _TENSOR_METHODS | CONVERSION_METHODS:
+            node.func.attr.value in TENSOR_METHODS | CONVERSION_METHODS:
         node = node.func.value
     if isinstance(node, cst.Name) and node.value == variable and node is not value:
         return True  # a conversion of the variable's own (tensor) value

@@ -23,7 +23,7 @@ import ast
 import libcst as cst
 
 from ..analysis.candidates import FileFacts, method_name
-from ..analysis.tensors import CONVERSION_METHODS, flows_only_to_cpu_name, surely_tensor_variable
+from ..analysis.tensors import TENSOR_METHODS, CONVERSION_METHODS, flows_only_to_cpu_name, surely_tensor_variable
 from .base import Invalid, Rule, Valid
 
 
@@ -113,8 +113,23 @@ def _may_be_local_tensor(facts: FileFacts, statement: ast.Expr, name: str) -> bo
     if any(a.arg == name for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                                    *filter(None, [arguments.vararg, arguments.kwarg])]):
         return False
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-               for n in ast.walk(function))
+    stores = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    return bool(stores) and not any(isinstance(a, ast.Assign) and any(t is n for t in a.targets for n in stores)
+                                    and _surely_no_tensor(facts, a.value) for a in ast.walk(function))
+
+
+def _surely_no_tensor(facts: FileFacts, value: ast.AST) -> bool:
+    """``model = cls.from_config(c)``, ``net = Net().float()``: a call chain in which no callee may be
+    a torch function, which ``_makes_tensor`` / ``is_surely_tensor`` never take for a tensor."""
+    chain = []
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+            and value.func.attr in TENSOR_METHODS | CONVERSION_METHODS:
+        chain.append(value)
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return False
+    chain.append(value)
+    return not any(n.startswith("torch.") for call in chain for n in facts.qnames(call.func))
 
 
 def _converted_name(value: cst.BaseExpression) -> cst.Name | None:

@@ -19,7 +19,10 @@ the top of the loop body.
   (``x, y = batch``, ``x = batch[0]``): the move goes right after the unpacking;
 - ``non_blocking=True`` when the DataLoader has ``pin_memory=`` set;
 - ``pack_padded_sequence`` lengths stay on the CPU, and so do loop variables named
-  like file names or paths;
+  like file names or paths, and labels handed to a project helper that builds a CPU tensor
+  from them (``one_hot(y)``; DM201 moves the helper's result);
+- a batch handed to a NumPy function in the loop (``np.clip(noisy, 0, 1)``), directly or
+  computed from it, cannot move: the loop is reported (NumPy reads a CUDA tensor as an array);
 - nothing changes in a loop that feeds no model: no model or loss is called, and no model is
   handed to a call (``mean_std(loader)`` summarising data on the CPU, whose caller may
   then call ``.numpy()``); the batch has nothing on the device to meet there;

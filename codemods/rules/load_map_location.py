@@ -14,6 +14,9 @@ whatever device they were saved from, which need not be the model's.
   classmethods, other classes) and where the function only defines its device
   further down: ``map_location="cpu"``. It always works, and
   ``model.load_state_dict`` copies the tensors to wherever the parameters are.
+- Not where the loaded object may be a whole model that runs (called, ``.eval()``,
+  returned by a plain function): ``"cpu"`` would put it beside data its saver placed on
+  the GPU (TCN reloads the model it saved after ``.cuda()``), so that load stays as written.
 - A second positional argument already is the map location; ``weights_only`` and
   every other argument stay as written. ``map_location="cuda:0"`` is DM102's (string
   devices) and ``**kwargs`` may carry one: both are left alone.

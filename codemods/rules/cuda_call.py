@@ -10,7 +10,9 @@ that should follow a single shared ``torch.device``. ``.to(device)`` works on bo
   ``.cuda(x.device)`` / ``.cuda(current_device)`` name a device and become
   ``.to(x.device)`` / ``.to(current_device)``.
 - Inside an ``nn.Module`` method the device follows the input (``x.device``); in a
-  Dataset or collate function nothing is moved (reported instead).
+  Dataset or collate function nothing is moved (reported instead). In a file other
+  project files import, a helper follows its tensor input too, and one without any is
+  reported: the shared device belongs to driver code.
 - A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
   model = model.cuda()``) collapses into the unconditional ``.to(device)``, which
   already falls back to the CPU. So does ``a if torch.cuda.is_available() else b``

@@ -393,6 +393,8 @@ class _GroupFinder:
             node, parent = parent, self.parents.get(parent)
         if isinstance(parent, cst.Call) and parent.func is node:
             calls.append(parent)
+        elif handed and isinstance(parent, cst.Element):
+            self._handed_in_a_list(parent)
         elif handed and isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
             call = self.parents.get(parent)
             if isinstance(call, cst.Call) and dotted(call.func) in self.loops:
@@ -414,6 +416,22 @@ class _GroupFinder:
                     self.aliases.add(param.name)  # type: ignore[attr-defined]
                     for access in getattr(param, "references", ()):
                         self._call_of(access.node, calls, handed=False)
+
+    def _handed_in_a_list(self, element: cst.Element) -> None:
+        """``pairs = [(model_a, "default"), ...]`` then ``helpers.compare(pairs, loader)``: a model in
+        a list or tuple handed to a loop in another file is handed to that loop too."""
+        node: cst.CSTNode | None = element
+        while isinstance(node, (cst.Element, cst.Tuple, cst.List)):
+            node = self.parents.get(node)
+        holders: list[cst.CSTNode | None] = [node]
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            holders = [self.parents.get(use) for use in uses_of_binding(self.metadata, node.targets[0].target)]
+        for arg in holders:
+            call = self.parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(call, cst.Call) and dotted(call.func) in self.loops:
+                self.handed_away.append(f"it is handed to `{dotted(call.func)}` (line {line_of(self.metadata, call)}) "
+                                        "in a list, to a loop in another file whose batches devmod does not move")
+                return
 
     def _parameters_given(self, call: cst.Call, arg: cst.Arg) -> list[object]:
         """The parameter bindings of a function of the file that ``arg`` fills."""

@@ -191,7 +191,39 @@ def summarise(path: str, source: str) -> _Summary | None:
                     and _returns_host_tensor(stmt, walked[stmt], summary.tensor_helpers):
                 summary.tensor_helpers.add(stmt.name)
                 grown = True
+    grown = True
+    while grown:  # ``compare(pairs, loader)`` that hands each model of ``pairs`` to the file's own loop
+        grown = False
+        for stmt in functions:
+            if stmt.name not in summary.loop_functions \
+                    and _hands_models_to_a_loop(stmt, walked[stmt], summary.loop_functions):
+                summary.loop_functions.add(stmt.name)
+                grown = True
     return summary
+
+
+def _hands_models_to_a_loop(function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
+                            loops: set[str]) -> bool:
+    """``for model, label in pairs: evaluate(model, loader)``: a loop over a parameter that hands
+    what it iterates to a loop function of the file, placing nothing itself."""
+    params = _parameters(function)
+    if not loops or _places_something(nodes):
+        return False
+    for loop in nodes:
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Name) and loop.iter.id in params:
+            targets = {n.id for n in ast_nodes(loop.target) if isinstance(n, ast.Name)}
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in loops
+                   and any(isinstance(a, ast.Name) and a.id in targets for a in n.args)
+                   for stmt in loop.body for n in ast_nodes(stmt)):
+                return True
+    return False
+
+
+def _places_something(nodes: list[ast.AST]) -> bool:
+    """``.to`` / ``.cuda`` or a name with "device" in it: the function places what it runs."""
+    return any(isinstance(node, ast.Attribute) and node.attr in ("to", "cuda")
+               or isinstance(node, ast.Name) and "device" in node.id
+               or isinstance(node, ast.arg) and "device" in node.arg for node in nodes)
 
 
 def _calls_set_device(nodes: Iterable[ast.AST]) -> bool:
@@ -409,11 +441,8 @@ def _feeds_a_handed_model(function: ast.FunctionDef | ast.AsyncFunctionDef, node
     iterates, and places nothing itself (no ``.to``, ``.cuda``, ``device``): the batches stay
     where the data is, so a model handed in must stay there too."""
     params = _parameters(function)
-    for node in nodes:
-        if isinstance(node, ast.Attribute) and node.attr in ("to", "cuda"):
-            return False
-        if isinstance(node, ast.Name) and "device" in node.id or isinstance(node, ast.arg) and "device" in node.arg:
-            return False
+    if _places_something(nodes):
+        return False
     for loop in nodes:
         if isinstance(loop, (ast.For, ast.AsyncFor)) and any(
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params

@@ -300,3 +300,40 @@ def test_labels_for_a_cpu_helper_stay_and_the_rest_of_the_batch_moves(tmp_path):
     out = _project({tmp_path / "utils.py": helper, tmp_path / "train.py": script})["train.py"].output
     assert "    x = x.to(device)\n    noise = torch.randn(x.size(0), 4, device=device)" in out
     assert "one_hot(y).to(device)" in out and "y.to(device)" not in out
+
+
+def test_models_handed_in_a_list_to_a_loop_in_another_file_stay(tmp_path):
+    # udacity weight-initialization: ``helpers.compare([(model_a, "default"), ...], loader)`` runs each
+    # model on CPU batches in ``helpers.py``. Handed directly, devmod left and reported them; in a
+    # list of pairs they moved, and the helper's loop fed them CPU batches.
+    helpers = textwrap.dedent("""\
+        import torch
+
+
+        def _evaluate(model, loader):
+            total = 0.0
+            for data, target in loader:
+                total += torch.nn.functional.cross_entropy(model(data), target).item()
+            return total
+
+
+        def compare(model_list, loader):
+            for model, label in model_list:
+                print(label, _evaluate(model, loader))
+    """)
+    notebook = textwrap.dedent("""\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+        import helpers
+
+        loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,))), batch_size=4)
+        model_a = nn.Linear(4, 2)
+        model_b = nn.Linear(4, 2)
+        model_list = [(model_a, "default"), (model_b, "zeros")]
+        helpers.compare(model_list, loader)
+    """)
+    results = _project({tmp_path / "helpers.py": helpers, tmp_path / "run.py": notebook})
+    assert results["run.py"].output == notebook
+    assert [(f.code, f.line) for f in results["run.py"].findings] == [("DM202", 7), ("DM202", 8)]
+    assert "in a list" in results["run.py"].findings[0].message

@@ -276,12 +276,35 @@ def gets_parts_later(metadata: Mapping, facts: ClassFacts, uses: list[cst.CSTNod
     return False
 
 
+def dominating_binding_above(metadata: Mapping, use: cst.Name, targets: list[cst.Name]) -> cst.Name | None:
+    """The last of ``targets`` above ``use`` when it surely runs before it on every path: no loop, ``if``,
+    ``try`` or ``with`` around it that is not around ``use`` too (a ``for`` target is in its loop)."""
+    line = line_of(metadata, use)
+    above = [t for t in targets if 0 < line_of(metadata, t) < line]
+    if not above:
+        return None
+    last = max(above, key=lambda n: line_of(metadata, n))
+    if sum(line_of(metadata, t) == line_of(metadata, last) for t in above) > 1:
+        return None  # two bindings on one line: no single answer
+    around_use = {id(a) for a in ancestors(metadata, use)}
+    blocks = (cst.For, cst.While, cst.If, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match)
+    if any(isinstance(a, blocks) and id(a) not in around_use for a in ancestors(metadata, last)):
+        return None
+    return last
+
+
 def blocked_callee(metadata: Mapping, groups: Mapping[cst.Assign, Group], func: cst.BaseExpression) -> bool:
-    """Is ``func`` (the callee of ``model(x)``) a model whose group cannot move?"""
+    """Is ``func`` (the callee of ``model(x)``) a model whose group cannot move? Where one binding
+    of the name surely reaches the call (``model = ...`` rebound for a second model), only that one."""
     if not isinstance(func, cst.Name):
         return False
     parents = metadata[ParentNodeProvider]
-    for binding in scope_bindings(metadata[ScopeProvider].get(func), func.value):
+    bindings = scope_bindings(metadata[ScopeProvider].get(func), func.value)
+    reaching = dominating_binding_above(metadata, func, [b.node for b in bindings if isinstance(b.node, cst.Name)]) \
+        if len(bindings) > 1 else None
+    for binding in bindings:
+        if reaching is not None and binding.node is not reaching:
+            continue
         statement = parents.get(parents.get(binding.node)) if isinstance(binding.node, cst.Name) else None
         group = groups.get(statement)  # type: ignore[arg-type]
         if group is not None and (group.blocked or group.parts_later and not group.placed):
@@ -738,29 +761,13 @@ class _GroupFinder:
             return None
         if any(self._in_loop(b.node) for b in bindings):
             if not self._in_loop(use):  # ``images, labels = next(it)`` after (or before) a loop over the same names
-                straight = self._dominating_binding_above(use, [b.node for b in bindings])  # type: ignore[misc]
+                straight = dominating_binding_above(self.metadata, use, [b.node for b in bindings])  # type: ignore[misc]
                 if straight is not None:
                     return straight
             return self._loop_binding(use, [b.node for b in bindings])  # type: ignore[misc]
         line = line_of(self.metadata, use)
         above = [b.node for b in bindings if line_of(self.metadata, b.node) < line]
         return max(above, key=lambda n: line_of(self.metadata, n), default=None)  # type: ignore[arg-type]
-
-    def _dominating_binding_above(self, use: cst.Name, targets: list[cst.Name]) -> cst.Name | None:
-        """The last binding above ``use`` when it surely runs before it on every path: no loop, ``if``,
-        ``try`` or ``with`` around it that is not around ``use`` too (a ``for`` target is in its loop)."""
-        line = line_of(self.metadata, use)
-        above = [t for t in targets if 0 < line_of(self.metadata, t) < line]
-        if not above:
-            return None
-        last = max(above, key=lambda n: line_of(self.metadata, n))
-        if sum(line_of(self.metadata, t) == line_of(self.metadata, last) for t in above) > 1:
-            return None  # two bindings on one line: no single answer
-        around_use = {id(a) for a in ancestors(self.metadata, use)}
-        blocks = (cst.For, cst.While, cst.If, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match)
-        if any(isinstance(a, blocks) and id(a) not in around_use for a in ancestors(self.metadata, last)):
-            return None
-        return last
 
     def _loop_binding(self, use: cst.Name, targets: list[cst.Name]) -> cst.Name | None:
         """``for one in rows: one = one.view(1, -1); net(one)``: in a ``for`` body, the last

@@ -337,3 +337,32 @@ def test_models_handed_in_a_list_to_a_loop_in_another_file_stay(tmp_path):
     assert results["run.py"].output == notebook
     assert [(f.code, f.line) for f in results["run.py"].findings] == [("DM202", 7), ("DM202", 8)]
     assert "in a list" in results["run.py"].findings[0].message
+
+
+def test_a_second_model_under_the_same_name_moves_with_its_loop_batch():
+    # udacity Part 3 cell 30 (second pass): the first ``model``'s group stays (reported); the second
+    # ``model`` moved, but its loop's batch did not: the loop asked about every binding of the name.
+    source, result = run("""\
+        import torch
+        from torch import nn, optim
+        from torch.utils.data import DataLoader, TensorDataset
+
+        loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,))), batch_size=4)
+        criterion = nn.NLLLoss()
+
+        model = nn.Sequential(nn.Linear(4, 2), nn.LogSoftmax(dim=1))
+        images, labels = next(iter(loader))
+        images.resize_(4, 4)
+        loss = criterion(model(images), labels)
+
+        model = nn.Sequential(nn.Linear(4, 2), nn.LogSoftmax(dim=1))
+        optimizer = optim.SGD(model.parameters(), lr=0.01)
+        for images, labels in loader:
+            optimizer.zero_grad()
+            criterion(model(images), labels).backward()
+            optimizer.step()
+    """)
+    out = result.output
+    assert out.count(".to(device)") == 3  # the second model, and its loop's images and labels
+    assert "    images, labels = images.to(device), labels.to(device)" in out
+    assert [f.code for f in result.open_findings] == ["DM202"]

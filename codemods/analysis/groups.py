@@ -869,6 +869,12 @@ class _GroupFinder:
         """``inputs = x_train * 2``: held-out when ``x_train`` is."""
         target = self._reaching_binding(name)
         statement = self.parents.get(self.parents.get(target)) if target is not None else None
+        if isinstance(statement, (cst.Tuple, cst.List)):  # ``images, labels = next(dataiter)``, then ``images[0]``
+            holder: cst.CSTNode | None = statement
+            while isinstance(holder, (cst.Element, cst.Tuple, cst.List)):
+                holder = self.parents.get(holder)
+            assign = self.parents.get(holder) if isinstance(holder, cst.AssignTarget) else None
+            return isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call) and self._next_batch(assign.value)
         if not isinstance(statement, cst.Assign):
             return False
         self.alias_depth += 1

@@ -366,3 +366,30 @@ def test_a_second_model_under_the_same_name_moves_with_its_loop_batch():
     assert out.count(".to(device)") == 3  # the second model, and its loop's images and labels
     assert "    images, labels = images.to(device), labels.to(device)" in out
     assert [f.code for f in result.open_findings] == ["DM202"]
+
+
+def test_a_value_taken_from_a_batch_by_hand_moves_with_its_model():
+    # udacity Parts 4 and 5, Simple_Autoencoder (second pass): ``img = images[0].view(1, 784)`` of
+    # ``images, labels = next(dataiter)``, fed to ``model.forward(img)``; the model moved, ``img`` did not.
+    source, result = run("""\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        loader = DataLoader(TensorDataset(torch.rand(16, 4), torch.randint(0, 2, (16,))), batch_size=4)
+        model = nn.Sequential(nn.Linear(4, 2), nn.LogSoftmax(dim=1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for images, labels in loader:
+            optimizer.zero_grad()
+            nn.functional.nll_loss(model(images), labels).backward()
+            optimizer.step()
+
+        dataiter = iter(loader)
+        images, labels = next(dataiter)
+        img = images[0].view(1, 4)
+        with torch.no_grad():
+            output = model.forward(img)
+        print(torch.exp(output).numpy())
+    """)
+    assert "img = images[0].view(1, 4).to(device)" in result.output
+    assert "print(torch.exp(output).cpu().numpy())" in result.output

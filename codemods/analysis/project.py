@@ -183,23 +183,23 @@ def summarise(path: str, source: str) -> _Summary | None:
     _collect_variables(summary, tree.body)
     _holders_of_cpu_resident(summary, [s for s in tree.body if isinstance(s, ast.ClassDef)])
     functions = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    grown = True
-    while grown:  # ``make_batch()`` that returns ``pad(rows)``, a helper of the file that builds host data
-        grown = False
-        for stmt in functions:
-            if stmt.name not in summary.tensor_helpers \
-                    and _returns_host_tensor(stmt, walked[stmt], summary.tensor_helpers):
-                summary.tensor_helpers.add(stmt.name)
-                grown = True
-    grown = True
-    while grown:  # ``compare(pairs, loader)`` that hands each model of ``pairs`` to the file's own loop
-        grown = False
-        for stmt in functions:
-            if stmt.name not in summary.loop_functions \
-                    and _hands_models_to_a_loop(stmt, walked[stmt], summary.loop_functions):
-                summary.loop_functions.add(stmt.name)
-                grown = True
+    # ``make_batch()`` that returns ``pad(rows)``, a helper of the file that builds host data
+    _grow(summary.tensor_helpers, functions, lambda f: _returns_host_tensor(f, walked[f], summary.tensor_helpers))
+    # ``compare(pairs, loader)`` that hands each model of ``pairs`` to the file's own loop
+    _grow(summary.loop_functions, functions, lambda f: _hands_models_to_a_loop(f, walked[f], summary.loop_functions))
     return summary
+
+
+def _grow(found: set[str], functions: list, holds: Callable[[ast.AST], bool]) -> None:
+    """Add the name of each function for which ``holds`` is true, again until none is added (one
+    function found may make another one's answer true)."""
+    grown = True
+    while grown:
+        grown = False
+        for function in functions:
+            if function.name not in found and holds(function):
+                found.add(function.name)
+                grown = True
 
 
 def _hands_models_to_a_loop(function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],

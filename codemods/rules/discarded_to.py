@@ -22,6 +22,7 @@ import ast
 
 import libcst as cst
 
+from ..analysis.ast_walk import ast_nodes
 from ..analysis.candidates import FileFacts, method_name
 from ..analysis.tensors import TENSOR_METHODS, CONVERSION_METHODS, flows_only_to_cpu_name, surely_tensor_variable
 from .base import Invalid, Rule, Valid
@@ -113,9 +114,10 @@ def _may_be_local_tensor(facts: FileFacts, statement: ast.Expr, name: str) -> bo
     if any(a.arg == name for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                                    *filter(None, [arguments.vararg, arguments.kwarg])]):
         return False
-    stores = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    nodes = ast_nodes(function)  # (one walk for both questions; the ``ctx`` attribute stays on each Name)
+    stores = [n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
     return bool(stores) and not any(isinstance(a, ast.Assign) and any(t is n for t in a.targets for n in stores)
-                                    and _surely_no_tensor(facts, a.value) for a in ast.walk(function))
+                                    and _surely_no_tensor(facts, a.value) for a in nodes)
 
 
 def _surely_no_tensor(facts: FileFacts, value: ast.AST) -> bool:

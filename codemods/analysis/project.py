@@ -210,7 +210,10 @@ def _hands_models_to_a_loop(function: ast.FunctionDef | ast.AsyncFunctionDef, no
     if not loops or _places_something(nodes):
         return False
     for loop in nodes:
-        if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Name) and loop.iter.id in params:
+        iterated = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else None
+        if isinstance(iterated, ast.Call) and _dotted(iterated.func) == "enumerate" and iterated.args:
+            iterated = iterated.args[0]  # ``for i, (model, label) in enumerate(pairs)``
+        if isinstance(iterated, ast.Name) and iterated.id in params:
             targets = {n.id for n in ast_nodes(loop.target) if isinstance(n, ast.Name)}
             if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in loops
                    and any(isinstance(a, ast.Name) and a.id in targets for a in n.args)

@@ -337,6 +337,11 @@ def test_models_handed_in_a_list_to_a_loop_in_another_file_stay(tmp_path):
     assert results["run.py"].output == notebook
     assert [(f.code, f.line) for f in results["run.py"].findings] == [("DM202", 7), ("DM202", 8)]
     assert "in a list" in results["run.py"].findings[0].message
+    # the course's own helper iterates ``enumerate(model_list)``
+    enumerated = helpers.replace("for model, label in model_list:", "for i, (model, label) in enumerate(model_list):")
+    assert enumerated != helpers
+    results = _project({tmp_path / "helpers.py": enumerated, tmp_path / "run.py": notebook})
+    assert [(f.code, f.line) for f in results["run.py"].findings] == [("DM202", 7), ("DM202", 8)]
 
 
 def test_a_second_model_under_the_same_name_moves_with_its_loop_batch():

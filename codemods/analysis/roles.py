@@ -11,7 +11,7 @@ from typing import Mapping
 import libcst as cst
 
 from .factory_names import tensor_factories
-from .names import dotted, last_part, qualified_names
+from .names import dotted, keyword, last_part, qualified_names
 from .scopes import ClassFacts
 from .tree import walk
 
@@ -175,6 +175,38 @@ def model_variables(metadata: Mapping, module: cst.Module, facts: ClassFacts) ->
             if builds_model(metadata, call, facts) or wrapper_kind(metadata, call):
                 found |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
     return found
+
+
+def raw_weight_functions(module: cst.Module) -> set[str]:
+    """Top-level functions that read a module-level tensor created on the device
+    (``w1 = torch.randn(200, 784, requires_grad=True, device=device)``, the raw weights of a
+    hand-written network): calling one runs a model, so its inputs meet the device."""
+    placed: set[str] = set()
+    for statement in module.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    placed |= _placed_targets(target.target, small.value)
+    if not placed:
+        return set()
+    found: set[str] = set()
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef):
+            params = {p.name.value for p in statement.params.params}
+            if any(isinstance(n, cst.Name) and n.value in placed and n.value not in params
+                   for n in walk(statement.body)):
+                found.add(statement.name.value)
+    return found
+
+
+def _placed_targets(target: cst.BaseExpression, value: cst.BaseExpression) -> set[str]:
+    """The names bound to a call with ``device=`` (``w, b = torch.randn(..., device=d), ...``)."""
+    if isinstance(target, cst.Name):
+        return {target.value} if isinstance(value, cst.Call) and keyword(value, "device") is not None else set()
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(value.elements):
+        return {name for t, v in zip(target.elements, value.elements) for name in _placed_targets(t.value, v.value)}
+    return set()
 
 
 def is_model_callee(func: cst.BaseExpression, models: set[str]) -> bool:

@@ -148,6 +148,11 @@ def _read_by_cpu_library(metadata: Mapping, node: cst.CSTNode) -> bool:
                 or (isinstance(parent, cst.Subscript) and parent.value is current):
             current = chain_top(metadata, parent)
             continue
+        if isinstance(parent, cst.Attribute) and parent.value is current and parent.attr.value == "cpu" \
+                and isinstance(parents.get(parent), cst.Call):
+            # ``plt.plot(ids[0].cpu())`` (DM303 adds that ``.cpu()``): still read by the library
+            current = chain_top(metadata, parents.get(parent))
+            continue
         break
     if not isinstance(parent, cst.Arg):
         return False

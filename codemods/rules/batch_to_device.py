@@ -45,7 +45,7 @@ from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import Loader, batch_plan, find_loader
 from ..analysis.names import keyword_arg
 from ..analysis.groups import blocked_callee
-from ..analysis.roles import is_loss_callee, is_model_callee, model_variables
+from ..analysis.roles import is_loss_callee, is_model_callee, model_variables, raw_weight_functions
 from ..analysis.scopes import ScopeKind
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
@@ -67,7 +67,8 @@ class BatchToDevice(Rule):
 
     def visit_Module(self, node: cst.Module) -> bool:
         super().visit_Module(node)
-        self._model_names = model_variables(self.metadata, node, self.facts)
+        # DM201 ran first: a function reading raw weights it placed on the device is a model too.
+        self._model_names = model_variables(self.metadata, node, self.facts) | raw_weight_functions(node)
         # The file packs sequences somewhere (maybe in forward, behind `model(x, lengths)`).
         self._packs = any(isinstance(n, cst.Name) and n.value == "pack_padded_sequence" for n in walk(node))
         return True

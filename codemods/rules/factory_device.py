@@ -133,7 +133,8 @@ class FactoryDevice(Rule):
             # their input or their buffers.
             return updated_node
         if not self._needs_device(original_node) or self._moved_after(original_node) \
-                or self._variable_moved_later(original_node) or self._left_to_the_author(original_node):
+                or self._variable_moved_later(original_node) or self._left_to_the_author(original_node) \
+                or self._host_first_then_moved(original_node):
             return updated_node
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
@@ -182,6 +183,44 @@ class FactoryDevice(Rule):
                 return False  # combined with something else: it may meet the device there
             name = assign.targets[0].target if isinstance(assign.targets[0].target, cst.Name) else None
         return False
+
+    def _host_first_then_moved(self, call: cst.Call) -> bool:
+        """``a = torch.randn(n)``, host work on ``a`` alone (``torch.matmul(a, a)``,
+        ``print(a.device)``), then ``a = a.to(device)``: the author compares the CPU with the GPU
+        and moves it on purpose later; the first part stays on the CPU."""
+        name = assigned_name(self.metadata, call)
+        if name is None:
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        moves, others = [], []
+        for use in uses_of_binding(self.metadata, name):
+            to = parents.get(parents.get(use))
+            statement = parents.get(to)
+            if isinstance(to, cst.Call) and _moves_itself(to, name.value) and to_names_a_place(self.metadata, to) \
+                    and isinstance(statement, cst.Assign) and statement.value is to \
+                    and isinstance(statement.targets[0].target, cst.Name) \
+                    and statement.targets[0].target.value == name.value:
+                moves.append(use)
+            else:
+                others.append(use)
+        return bool(moves) and all(self._only_looked_at(use, name.value) for use in others)
+
+    def _only_looked_at(self, use: cst.Name, variable: str) -> bool:
+        """Printed (``print(a.device)``), or given to a torch function with nothing but itself
+        and literals (``torch.matmul(a, a)``): it meets no other tensor."""
+        parents = self.metadata[ParentNodeProvider]
+        top = use
+        while isinstance(parents.get(top), cst.Attribute) and parents.get(top).value is top:
+            top = parents.get(top)
+        arg = parents.get(top)
+        call = parents.get(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call):
+            return False
+        if isinstance(call.func, cst.Name) and call.func.value == "print":
+            return True
+        return any(n.startswith("torch.") for n in qualified_names(self.metadata, call.func)) and all(
+            (isinstance(a.value, cst.Name) and a.value.value == variable)
+            or isinstance(a.value, (cst.Integer, cst.Float)) for a in call.args)
 
     def _left_to_the_author(self, call: cst.Call) -> bool:
         """In model and library code, where the author's own code decides: a value computed
@@ -555,6 +594,13 @@ class FactoryDevice(Rule):
                         "create the tensor on the device instead of copying it there")
 
     VALID = [
+        # A CPU-then-GPU timing demo: the author moves the tensor later on purpose.
+        Valid('''import torch
+m = torch.rand(8, 8)
+print(torch.mm(m, m).sum(), m.device)
+m = m.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+print(torch.mm(m, m).sum(), m.device)
+'''),
         # A module without parameters (a loss): ``next(self.parameters())`` would raise
         # StopIteration, and its caller moves the result to the input's device anyway.
         Valid('''import torch

@@ -9,6 +9,9 @@ On a CPU tensor ``.cpu()`` returns the tensor itself, so the fix costs nothing t
 - Only receivers that are surely torch tensors (a tensor factory or tensor method
   chain, a name assigned from one, a model's output): ``.numpy()`` on other objects
   (pandas, TensorFlow) is left alone.
+- A tensor handed to a matplotlib plot (``plt.imshow(img.detach())``, ``ax.plot(losses_t)``)
+  in a file that imports matplotlib and places something on a device gets ``.cpu()`` too: matplotlib converts it with NumPy,
+  which fails the same way on a GPU tensor. Only surely-torch tensors, never a NumPy array.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, method_name
+from ..analysis.groups import blocked_scopes, dominating_binding_above
 from ..analysis.modules import called_on_import, single_assigned_value
 from ..analysis.names import keyword, method_call, positional, qualified_names
 from ..analysis.roles import HOST_MAKERS, builds_model
@@ -41,6 +45,10 @@ _NOT_TENSOR_RESULTS = frozenset({"torch.load", "torch.save", "torch.is_tensor", 
                                  "torch.manual_seed", "torch.no_grad", "torch.get_default_dtype"})
 _MAX_DEPTH = 6
 _OTHER_NUMPY_LIBRARIES = ("tensorflow", "import jax", "from jax", "mxnet", "paddle", "cupy")
+# matplotlib functions and Axes methods whose data arguments go through NumPy, and how many
+# leading positional arguments are data (``plot(x, y)``, ``imshow(img)``).
+_PLOT_DATA_ARGUMENTS = {"imshow": 1, "matshow": 1, "pcolormesh": 1, "plot": 2, "scatter": 2, "hist": 1,
+                        "bar": 2, "semilogy": 2, "semilogx": 2, "loglog": 2, "contour": 3, "contourf": 3}
 
 
 class NumpyCpu(Rule):
@@ -48,16 +56,20 @@ class NumpyCpu(Rule):
     NAME = "numpy-cpu"
     SUMMARY = "`.numpy()` on a torch tensor gets `.cpu()` first"
     ERROR = "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
-    TRIGGERS = (".numpy()",)
+    TRIGGERS = (".numpy()", "matplotlib")
     ORDER = 36
 
     @classmethod
     def may_apply(cls, facts: FileFacts) -> bool:
         # ``.numpy()`` whose own chain already goes to the CPU is left alone by the rule too.
-        return any(method_name(c) == "numpy" and not c.args and not c.keywords
-                   and not _chain_on_cpu(c.func.value) for c in facts.calls())  # type: ignore[attr-defined]
+        plots = "matplotlib" in facts.text
+        return any((method_name(c) == "numpy" and not c.args and not c.keywords
+                    and not _chain_on_cpu(c.func.value))  # type: ignore[attr-defined]
+                   or (plots and method_name(c) in _PLOT_DATA_ARGUMENTS and c.args) for c in facts.calls())
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value in _PLOT_DATA_ARGUMENTS:
+            return self._plotted(original_node, updated_node)
         if not method_call(original_node, "numpy") or original_node.args:
             return updated_node  # ``.numpy(force=True)`` copies to the CPU itself
         receiver = original_node.func.value  # type: ignore[union-attr]
@@ -69,6 +81,50 @@ class NumpyCpu(Rule):
         cpu = cst.Call(cst.Attribute(func.value, cst.Name("cpu")))
         return self.fix(original_node, updated_node, updated_node.with_changes(func=func.with_changes(value=cpu)),
                         "`.numpy()` fails on a GPU tensor: copy it to the CPU first")
+
+    def _plotted(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``ax.imshow(img.reshape(28, 28))`` -> ``ax.imshow(img.reshape(28, 28).cpu())`` for a
+        surely-torch tensor not already on the CPU, in a file that imports matplotlib."""
+        if "matplotlib" not in self.state.source or any(a.star for a in original.args) or not (
+                mentions_name(self.tree, self.shared_name) or ".cuda(" in self.state.source):
+            return updated  # a file that places nothing plots CPU tensors: nothing to copy
+        scope = self.metadata[ScopeProvider].get(original)
+        if any(scope is s for s in blocked_scopes(self.metadata, self.model_groups())):
+            return updated  # beside a model whose group stays on the CPU (DM202): so does what it plots
+        count = _PLOT_DATA_ARGUMENTS[original.func.attr.value]  # type: ignore[attr-defined]
+        data = [i for i, a in enumerate(original.args[:count]) if a.keyword is None
+                and self._plotted_tensor(a.value)
+                and not _on_cpu_already(self.metadata, a.value)
+                and not self._fed_cpu_tensors(a.value)]
+        if not data:
+            return updated
+        args = [a.with_changes(value=_cpu_of(a.value)) if i in data else a for i, a in enumerate(updated.args)]
+        return self.fix(original, updated, updated.with_changes(args=args),
+                        "matplotlib converts a tensor with NumPy, which fails on a GPU tensor: copy it to the CPU first")
+
+    def _plotted_tensor(self, value: cst.BaseExpression) -> bool:
+        """Surely a torch tensor, also through arithmetic with numbers or other such tensors
+        (``wave ** 2``; ``array * wave`` may be a NumPy array, so not that)."""
+        if isinstance(value, cst.BinaryOperation):
+            sides = (value.left, value.right)
+            return any(self._plotted_tensor(v) for v in sides) \
+                and all(isinstance(v, (cst.Integer, cst.Float)) or self._plotted_tensor(v) for v in sides)
+        if isinstance(value, cst.UnaryOperation):
+            return self._plotted_tensor(value.expression)
+        return self._is_torch_tensor(value) or self._reaching_tensor(value)
+
+    def _reaching_tensor(self, value: cst.BaseExpression) -> bool:
+        """``img = img.detach()`` then ``ax.imshow(img.reshape(28, 28))``: the one binding of
+        ``img`` that surely reaches the use is a surely-torch tensor (the loop's own ``img``
+        is rebound first)."""
+        root = _chain_root(value)
+        if not isinstance(root, cst.Name):
+            return False
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(root), root.value)
+        reaching = dominating_binding_above(self.metadata, root, [b.node for b in bindings if isinstance(b.node, cst.Name)])
+        target = self.metadata[ParentNodeProvider].get(reaching) if reaching is not None else None
+        assign = self.metadata[ParentNodeProvider].get(target) if isinstance(target, cst.AssignTarget) else None
+        return isinstance(assign, cst.Assign) and len(assign.targets) == 1 and self._is_torch_tensor(assign.value)
 
     def _fed_cpu_tensors(self, receiver: cst.BaseExpression) -> bool:
         """``def show(alphas): ... alphas[t].numpy()`` where every call of ``show`` in the file
@@ -171,6 +227,7 @@ class NumpyCpu(Rule):
         Valid("import torch\nx = torch.ones(3)\ny = x.detach().cpu().numpy()\nz = x.to('cpu').numpy()\n"),
         Valid("import torch\nimport pandas as pd\ndf = pd.DataFrame()\narr = df.to_numpy()\nv = df.values\n"),
         Valid("import torch\n\ndef f(frame):\n    return frame.numpy()\n"),
+        Valid("import numpy as np\nimport matplotlib.pyplot as plt\nimport torch\nplt.imshow(np.ones((2, 2)).reshape(4, 1))\n"),
     ]
     INVALID = [
         Invalid(
@@ -182,6 +239,10 @@ class NumpyCpu(Rule):
         Invalid(
             "import torch\nnoise = torch.randn(4)\nvalues = noise.numpy()\n",
             "import torch\nnoise = torch.randn(4)\nvalues = noise.cpu().numpy()\n",
+        ),
+        Invalid(
+            "import torch\nimport matplotlib.pyplot as plt\nwave = torch.linspace(-1, 1, 9).cuda()\nplt.plot(wave, wave ** 2)\n",
+            "import torch\nimport matplotlib.pyplot as plt\nwave = torch.linspace(-1, 1, 9).cuda()\nplt.plot(wave.cpu(), (wave ** 2).cpu())\n",
         ),
     ]
 
@@ -198,6 +259,13 @@ def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int 
         value = single_assigned_value(metadata, node)
         return value is not None and _on_cpu_already(metadata, value, depth + 1)
     return False
+
+
+def _cpu_of(value: cst.BaseExpression) -> cst.Call:
+    """``value.cpu()``, with parentheses around an operation (``(grid ** 2).cpu()``)."""
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(cst.Attribute(value, cst.Name("cpu")))
 
 
 def _chain(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

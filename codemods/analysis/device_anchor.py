@@ -203,3 +203,17 @@ def _bound_earlier_in_an_enclosing_block(metadata: Mapping, statement: cst.CSTNo
     body = list(block.body)
     holder = next((a for a in [node, *ancestors(metadata, node)] if parents.get(a) is block), None)
     return holder is not None and statement in body and holder in body and body.index(statement) < body.index(holder)
+
+
+def first_call_at_import(metadata: Mapping, module: cst.Module, deferred: list[cst.CSTNode]) -> int:
+    """The index in ``module.body`` of the first top-level statement that calls, as the file
+    runs, a top-level function reading the name (``print(evaluate(net))`` above ``device =
+    ...``, with ``device`` read inside ``evaluate``); ``len(module.body)`` when there is none."""
+    functions = {top.name.value for top in (top_level_statement(metadata, n) for n in deferred)
+                 if isinstance(top, cst.FunctionDef)}
+    for index, statement in enumerate(module.body if functions else ()):
+        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and any(
+                isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value in functions
+                for n in walk(statement)):
+            return index
+    return len(module.body)

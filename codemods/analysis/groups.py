@@ -28,6 +28,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .loops import batch_plan, find_loader, packs_sequences
+from .pinned import pinned_to_cpu
 from .names import dotted, qualified_names
 from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_callee, is_model_callee, \
     model_variables, wrapper_kind
@@ -141,6 +142,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         while isinstance(built.func, cst.Attribute) and isinstance(built.func.value, cst.Call):
             built = built.func.value
         groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident
+        if pinned_to_cpu(metadata, statement.targets[0].target):  # ``model.to("cpu")  # on purpose``
+            groups[statement].cpu_by_design, groups[statement].placed = True, False  # placed on the CPU
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
         # an input moved where it is used needs a device there too, or the model moves alone
@@ -974,6 +977,8 @@ class _GroupFinder:
             elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and depth < _MAX_DEPTH \
                     and isinstance(parent.targets[0].target, cst.Name):
                 return all(self._fine_on_device(u, depth + 1) for u in self._uses(parent.targets[0].target))
+            elif isinstance(parent, cst.FormattedStringExpression) and parent.expression is current:
+                return True  # ``f"{image}"``: formatted as ``print(image)`` would, on any device
             else:
                 return False
 

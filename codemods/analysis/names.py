@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
+from libcst.metadata import QualifiedNameProvider, ScopeProvider
 
 try:
     from libcst.metadata.base_provider import LazyValue
@@ -15,11 +15,17 @@ except ImportError:  # libcst < 1.2 stores plain sets
 
 
 def qualified_names(metadata: Mapping, node: cst.CSTNode) -> set[str]:
-    """All names ``node`` may refer to, e.g. ``{"torch.nn.Linear"}`` for ``nn.Linear``."""
-    names = metadata.get(QualifiedNameProvider, {}).get(node, ())
-    if isinstance(names, LazyValue):  # libcst >= 1.2 resolves qualified names lazily
-        names = names()
-    return {qn.name for qn in names}
+    """All names ``node`` may refer to, e.g. ``{"torch.nn.Linear"}`` for ``nn.Linear``.
+
+    Asked of the node's scope, as ``QualifiedNameProvider`` does for every node of the tree:
+    the rules ask for a few nodes only, so the provider's whole-tree walk is not run."""
+    if QualifiedNameProvider in metadata:  # a caller that resolved the provider itself
+        names = metadata[QualifiedNameProvider].get(node, ())
+        if isinstance(names, LazyValue):  # libcst >= 1.2 resolves qualified names lazily
+            names = names()
+        return {qn.name for qn in names}
+    scope = metadata.get(ScopeProvider, {}).get(node)
+    return {qn.name for qn in scope.get_qualified_names_for(node)} if scope else set()
 
 
 def callee_names(metadata: Mapping, call: cst.Call) -> set[str]:

@@ -13,7 +13,7 @@ from typing import Callable, ClassVar, Literal
 
 import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, ScopeProvider
 
 from ..analysis.devices import DEVICE_LIKE_NAMES, DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name, user_chosen_device
@@ -90,7 +90,8 @@ class Rule(VisitorBasedCodemodCommand):
     INVALID: ClassVar[list[Invalid]] = []
 
     # Declared once for every rule: libcst caches inherited dependencies per class.
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider, ParentNodeProvider)
+    # Qualified names are asked of the scopes, node by node (``analysis.names.qualified_names``).
+    METADATA_DEPENDENCIES = (PositionProvider, ScopeProvider, ParentNodeProvider)
 
     def __init__(self, context: CodemodContext | None = None) -> None:
         context = context or CodemodContext()

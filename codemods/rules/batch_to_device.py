@@ -39,14 +39,16 @@ import ast
 import dataclasses
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, may_iterate_loader
 from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import Loader, batch_plan, find_loader
 from ..analysis.names import keyword_arg
+from ..analysis.pinned import pinned_to_cpu
 from ..analysis.groups import blocked_callee
 from ..analysis.roles import is_loss_callee, is_model_callee, model_variables, raw_weight_functions
-from ..analysis.scopes import ScopeKind
+from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
 
@@ -112,6 +114,9 @@ class BatchToDevice(Rule):
         if any(isinstance(node, cst.Call) and blocked_callee(self.metadata, groups, node.func)
                for node in walk(loop.body)):
             return False  # a model whose group stays on the CPU (DM202 reports it): its batches stay too
+        if any(isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and self._kept_on_cpu(node.func)
+               for node in walk(loop.body)):
+            return False  # ``model.to("cpu")  # on purpose``: its batches stay with it
         if self.devices.local_device(loop):
             return True
         for node in walk(loop.body):
@@ -119,6 +124,28 @@ class BatchToDevice(Rule):
                 if self._is_model(node.func) or is_loss_callee(node.func):
                     return True
                 if any(self._is_model(arg.value) for arg in node.args):
+                    return True
+        return False
+
+    def _kept_on_cpu(self, func: cst.Name) -> bool:
+        """A model the author keeps on the CPU, or a parameter of the loop's function that a
+        call in the file fills with one (``eval_model(model_0, loader)``)."""
+        if pinned_to_cpu(self.metadata, func):
+            return True
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(func), func.value)
+        param = bindings[0].node if len(bindings) == 1 else None
+        parents = self.metadata[ParentNodeProvider]
+        function = parents.get(parents.get(param)) if isinstance(param, cst.Param) else None
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        index = next((i for i, p in enumerate(function.params.params) if p is param), None)
+        for call in walk(self.tree):
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function.name.value:
+                given = [a.value for a in call.args if a.keyword is not None and a.keyword.value == func.value]
+                plain = [a.value for a in call.args if a.keyword is None and not a.star]
+                if not given and index is not None and index < len(plain):
+                    given = [plain[index]]
+                if given and isinstance(given[0], cst.Name) and pinned_to_cpu(self.metadata, given[0]):
                     return True
         return False
 

@@ -50,6 +50,7 @@ from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, only_assigned_value, only_binding, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribution
 from ..analysis.loops import packs_sequences
+from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
 from ..analysis.tensors import DTYPES, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
@@ -113,7 +114,7 @@ class FactoryDevice(Rule):
     def visit_Module(self, node: cst.Module) -> bool:
         self._model_names: set[str] | None = None  # computed on the first from_numpy
         self._packs: bool | None = None  # does the file call pack_padded_sequence? (computed on demand)
-        self._default_device_set = sets_default_device(self.metadata, node)  # every factory lands there already
+        self._default_device_set = "set_default_device" in self.state.source and sets_default_device(self.metadata, node)  # every factory lands there already
         return super().visit_Module(node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -467,31 +468,7 @@ class FactoryDevice(Rule):
         return False
 
     def _pinned_to_cpu(self, name: cst.Name) -> bool:
-        """``net = Net(device="cpu")``, ``Net().cpu()``: the author put the model on the CPU on
-        purpose (and never moves it), so its inputs stay there with it."""
-        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
-        if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Name):
-            return False
-        parents = self.metadata[ParentNodeProvider]
-        holder = parents.get(bindings[0].node)
-        if isinstance(holder, cst.Element):  # ``policy, stats = torch.load(..., map_location="cpu")``
-            holder = parents.get(parents.get(holder))
-        assign = parents.get(holder)
-        if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
-            return False
-        pinned = False
-        for node in walk(assign.value):
-            if isinstance(node, cst.Call):
-                method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
-                device = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"]
-                if method == "to" and node.args and always_cpu(node.args[0].value):
-                    device = [node.args[0].value]
-                if "torch.load" in qualified_names(self.metadata, node.func):  # a checkpoint loaded onto the CPU
-                    device = [a.value for a in [keyword(node, "map_location")] if a is not None]
-                if method == "cpu" or (device and always_cpu(device[0])):
-                    pinned = True
-        return pinned and not any(_moves_itself_somewhere(self.metadata, use, name.value)
-                                  for use in uses_of(self.metadata, name))
+        return pinned_to_cpu(self.metadata, name)
 
     def _unplaced_object(self, name: cst.Name) -> bool:
         """``name`` is bound only to results of calls that build no known model and is never moved."""
@@ -517,7 +494,7 @@ class FactoryDevice(Rule):
             if builds_model(self.metadata, inner, self.facts) or wrapper_kind(self.metadata, inner) \
                     or is_loss_constructor(self.metadata, inner) or factory_name(self.metadata, inner):
                 return False
-        return not any(_moves_itself_somewhere(self.metadata, use, name.value)
+        return not any(moves_itself_somewhere(self.metadata, use)
                        for use in uses_of(self.metadata, name))
 
     def _given_unmoved_model(self, param: cst.Param) -> bool:
@@ -951,27 +928,10 @@ def _moved_by_method(call: cst.Call) -> bool:
     """``build().cuda()`` / ``build().to(d)`` anywhere in the chain."""
     node = call
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        if _moves_off_the_cpu(node.func.attr.value, node):
+        if moves_off_the_cpu(node.func.attr.value, node):
             return True
         node = node.func.value
     return False
-
-
-def _moves_off_the_cpu(method: str, call: cst.CSTNode) -> bool:
-    """``.cuda()`` or ``.to(<not the CPU>)``."""
-    if method == "cuda":
-        return True
-    if method != "to" or not isinstance(call, cst.Call) or not call.args:
-        return False
-    return "cpu" not in code_of(call.args[0].value)
-
-
-def _moves_itself_somewhere(metadata, use: cst.Name, variable: str) -> bool:
-    """``net.to(device)`` / ``net.cuda()`` as a use of ``net``."""
-    parents = metadata[ParentNodeProvider]
-    parent = parents.get(use)
-    return isinstance(parent, cst.Attribute) and parent.value is use \
-        and _moves_off_the_cpu(parent.attr.value, parents.get(parent))
 
 
 def _inside(metadata, node: cst.CSTNode, assign: cst.Assign) -> bool:

@@ -31,7 +31,9 @@ from libcst.metadata import ParentNodeProvider
 
 from ..analysis.candidates import FileFacts
 from ..analysis.names import keyword, positional, qualified_names
+from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind
+from ..analysis.tree import ancestors, walk
 from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
@@ -99,10 +101,29 @@ class LoadMapLocation(Rule):
         # Adding a map location places what the author left unplaced: in library code that is
         # the caller's choice, so only a device the function itself has (a parameter) or the CPU,
         # never a new global ``device`` (``load_state_dict`` copies to the model anyway).
+        if self._only_converted(node):
+            return cpu
         device = self.devices.expression_for(node, replaces_cuda=not self.devices.in_library_code(node))
         if not isinstance(device, cst.Name) or not bound_before(self.metadata, node, device.value):
             return cpu
         return device
+
+    def _only_converted(self, load: cst.Call) -> bool:
+        """A conversion script (rename keys, mix two checkpoints): the function or file saves
+        with ``torch.save`` and runs no model and moves nothing. Loaded to the GPU, the file it
+        saves would need a GPU to load; on the CPU it loads anywhere, as before."""
+        scope = next((a for a in ancestors(self.metadata, load) if isinstance(a, cst.FunctionDef)), self.tree)
+        models, saves = model_variables(self.metadata, self.tree, self.facts), False
+        for node in walk(scope):
+            if not isinstance(node, cst.Call):
+                continue
+            if "torch.save" in qualified_names(self.metadata, node.func):
+                saves = True
+            elif isinstance(node.func, cst.Name) and (node.func.value in models or looks_like_model_name(node.func.value)):
+                return False  # a model runs here: its checkpoint goes where it runs
+            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda"):
+                return False
+        return saves
 
     VALID = [
         Valid('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")\n'),
@@ -110,6 +131,13 @@ class LoadMapLocation(Rule):
         Valid("import numpy as np\nx = np.load('a.npy')\nimport torch\n"),
     ]
     INVALID = [
+        # A conversion script: what it saves must load on any machine.
+        Invalid(
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "old = torch.load('old.pt')\ntorch.save({k[7:]: v for k, v in old.items()}, 'new.pt')\n",
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "old = torch.load('old.pt', map_location=\"cpu\")\ntorch.save({k[7:]: v for k, v in old.items()}, 'new.pt')\n",
+        ),
         Invalid(
             "import torch\n\ndef restore(model, path, device):\n"
             "    model.load_state_dict(torch.load(path, weights_only=True))\n",

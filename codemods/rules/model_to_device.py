@@ -78,7 +78,7 @@ class ModelToDevice(Rule):
         return False
 
     def visit_Module(self, node: cst.Module) -> bool:
-        self._default_device_set = sets_default_device(self.metadata, node)
+        self._default_device_set = "set_default_device" in self.state.source and sets_default_device(self.metadata, node)
         visit = super().visit_Module(node)
         self._model_names = model_variables(self.metadata, node, self.facts)
         self._groups = self.model_groups()

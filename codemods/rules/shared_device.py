@@ -30,8 +30,8 @@ from typing import Sequence
 import libcst as cst
 
 from ..analysis.candidates import FileFacts
-from ..analysis.device_anchor import (DevicePlaces, bound_at_module_level, device_uses, imports_torch_module, pure,
-                                     star_bound)
+from ..analysis.device_anchor import (DevicePlaces, bound_at_module_level, device_uses, first_call_at_import,
+                                      imports_torch_module, pure, star_bound)
 from ..analysis.devices import movable
 from ..analysis.scopes import is_main_guard
 from ..analysis.tree import ancestors, code_of, top_level_statement, walk
@@ -119,6 +119,9 @@ class SharedDevice(Rule):
             return
         keep = definitions[0]
         keep_index = body.index(top_level_statement(self.metadata, keep.statement))
+        called = first_call_at_import(self.metadata, module, deferred)
+        if called < min(first_use, keep_index):  # a function reading it runs above the definition
+            first_use, anchor = called, DevicePlaces(module, self.torch_alias).anchor(called)
         if first_use < keep_index:
             if not movable(keep, module) or not pure(keep.assign.value, self.torch_alias) or anchor is None:
                 self.report(body[first_use], f"`{name}` is used before it is defined")
@@ -262,6 +265,13 @@ class SharedDevice(Rule):
         ),
         # torch is imported only inside the function: no module-level place for the device.
         Invalid("import numpy as np\n\ndef main():\n    import torch\n    return torch.ones(2).to(device)\n"),
+        # A function that reads it runs above the definition (a move another rule just added there).
+        Invalid(
+            "import torch\n\ndef score(rows):\n    return [r.to(device) for r in rows]\n\n"
+            "print(score([torch.ones(2)]))\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
+            "import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
+            "def score(rows):\n    return [r.to(device) for r in rows]\n\nprint(score([torch.ones(2)]))\n",
+        ),
     ]
 
 

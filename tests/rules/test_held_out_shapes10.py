@@ -137,3 +137,87 @@ def test_a_numpy_array_plotted_gets_no_cpu_call():
         print(net(torch.ones(1, 2)))
     """)
     assert ".cpu()" not in result.output
+
+
+# -- tenth run (nerf-pytorch, minDiffusion, ESRGAN, pytorch-deep-learning, mae, imagen-pytorch,
+#    pytorch-wgan, pytorch-image-classification) --------------------------------------------
+
+def test_a_model_kept_on_the_cpu_keeps_its_batches():
+    # pytorch-deep-learning 03: ``model_0.to("cpu")  # on purpose``; the loop's batch moved alone.
+    source, result = run("""\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        feed = DataLoader(TensorDataset(torch.rand(6, 3), torch.randint(0, 2, (6,))), batch_size=2)
+        rows = [(torch.rand(2, 3), torch.randint(0, 2, (2,)))]
+        baseline = nn.Linear(3, 2)
+        baseline.to("cpu")
+        for a, b in feed:
+            print(nn.functional.cross_entropy(baseline(a), b))
+        for a, b in rows:
+            print(baseline(a))
+    """)
+    assert result.output == source
+
+
+def test_a_loop_function_given_a_cpu_kept_model_keeps_its_batches():
+    # pytorch-deep-learning 03 ``eval_model(model_0, ...)``; the moved batch also named a
+    # ``device`` defined only below the first call (a NameError on every machine).
+    source, result = run("""\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        feed = DataLoader(TensorDataset(torch.rand(6, 3), torch.randint(0, 2, (6,))), batch_size=2)
+
+
+        def judge(net, batches):
+            for a, b in batches:
+                score = nn.functional.cross_entropy(net(a), b)
+            return score.item()
+
+
+        first = nn.Linear(3, 2)
+        first.to("cpu")
+        print(judge(first, feed))
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        second = nn.Linear(3, 2).to(device)
+        for a, b in feed:
+            a, b = a.to(device), b.to(device)
+            print(second(a))
+    """)
+    assert result.output == source
+
+
+def test_a_conversion_script_loads_to_the_cpu():
+    # ESRGAN net_interp.py / transer_RRDB_models.py: load, mix or rename, save. Loaded onto the
+    # GPU, the saved file would need a GPU to load.
+    source, result = run("""\
+        import torch
+
+        dev = torch.device("cuda")
+        left = torch.load("left.pth")
+        right = torch.load("right.pth")
+        torch.save({k: (left[k] + right[k]) / 2 for k in left}, "mid.pth")
+    """)
+    out = result.output
+    assert out.count('map_location="cpu"') == 2
+
+
+def test_a_tensor_shown_in_an_f_string_may_move_with_its_model():
+    # pytorch-deep-learning 03 cells 74/79/88: ``print(f"...{test_image}")`` was taken for a
+    # use that needs the CPU, and DM202 reported correct code (--check failed).
+    source, result = run("""\
+        import torch
+        from torch import nn
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        pic = torch.rand(3, 6, 6)
+        print(f"values: {pic}")
+        pool = nn.Conv2d(3, 2, 3)
+        print(pool(pic.unsqueeze(0)).shape)
+    """)
+    assert not [f for f in result.findings if not f.fixed]
+    assert "pool = nn.Conv2d(3, 2, 3).to(device)" in result.output

@@ -173,9 +173,9 @@ def test_a_loop_function_given_a_cpu_kept_model_keeps_its_batches():
         feed = DataLoader(TensorDataset(torch.rand(6, 3), torch.randint(0, 2, (6,))), batch_size=2)
 
 
-        def judge(net, batches):
-            for a, b in batches:
-                score = nn.functional.cross_entropy(net(a), b)
+        def judge(model, data_loader):
+            for a, b in data_loader:
+                score = nn.functional.cross_entropy(model(a), b)
             return score.item()
 
 

@@ -173,11 +173,16 @@ _SETTINGS_NAMES = frozenset({"args", "opt", "opts", "cfg", "config", "conf", "hp
                              "FLAGS", "flags", "settings", "options"})
 
 
-def user_chosen_device(module: cst.Module) -> bool:
+def user_chosen_device(module: cst.Module, text: str | None = None) -> bool:
     """Does the file take its device from the user's settings (``args.device``,
     ``cfg.device``)? Then a second, global device would override the user's choice
     (``--device cpu`` on a GPU machine): the file's own choice is left to decide. So it is
-    for a file that shares a model between processes (``model.share_memory()``)."""
+    for a file that shares a model between processes (``model.share_memory()``).
+    ``text``: the module's source, when known: without any of the words these need, the
+    tree is not walked."""
+    if text is not None and not any(word in text for word in _USER_DEVICE_WORDS) \
+            and not _SETTINGS_DEVICE.search(text):
+        return False
     for node in walk(module):
         if isinstance(node, (cst.Import, cst.ImportFrom)) and _imports_placer(node):
             return True  # Accelerate / Fabric place the model and prepared loaders themselves
@@ -198,6 +203,9 @@ def user_chosen_device(module: cst.Module) -> bool:
     return False
 
 
+# Words without which ``user_chosen_device`` finds nothing (a text check before the walk).
+_USER_DEVICE_WORDS = ("accelerate", "fabric", "add_argument", "share_memory")
+_SETTINGS_DEVICE = re.compile(r"\b(?:" + "|".join(sorted(_SETTINGS_NAMES)) + r")\s*\)?\s*\.[\w.\s()]*\bdevice\b")
 _DEVICE_FLAG = re.compile(r"^[rbuRBU]*['\"]--?(no[-_])?(use[-_])?(cuda|gpus?|device|cpu)['\"]$")
 _PLACERS = ("accelerate", "lightning.fabric", "lightning_fabric")
 

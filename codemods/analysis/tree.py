@@ -36,11 +36,20 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            found.append(value)
-        elif isinstance(value, (tuple, list)):
+        kind = type(value)
+        if kind is tuple or kind is list:
             found.extend(value)
+        else:
+            # ``isinstance`` against libcst's abstract node class is slow: asked once per class
+            is_node = _IS_NODE.get(kind)
+            if is_node is None:
+                is_node = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+            if is_node:
+                found.append(value)
     return found
+
+
+_IS_NODE: dict[type, bool] = {}
 
 
 # Per node class: the fields libcst visits, in the order it visits them (source order), read

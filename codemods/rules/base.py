@@ -130,7 +130,8 @@ class Rule(VisitorBasedCodemodCommand):
             definitions = module_device_definitions(node, self.metadata)
             shared = shared_device_name(definitions, self.state.config.device_name)
             placement = (chosen_conditionally(definitions, node, shared), runs_per_rank(node),
-                         defined_from_line(definitions, node, shared, self.metadata), user_chosen_device(node))
+                         defined_from_line(definitions, node, shared, self.metadata),
+                         user_chosen_device(node, self.state.source if node is self.state.source_module else None))
             cached = (node, facts, definitions, torch_module_alias(node) or "torch", shared, placement)
             self.state.analysed = cached
         _, self.facts, self.device_definitions, self.torch_alias, self.shared_name, placement = cached

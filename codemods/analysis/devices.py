@@ -461,8 +461,9 @@ class DeviceLookup:
                     "attribute to read the model's device from; use the device of the tensors it works on "
                     "(e.g. `x.device`)")
         if kind in (ScopeKind.MODULE, ScopeKind.FUNCTION) and self.in_library_code(node):
-            return ("this file is imported by other project files, and the device belongs to the code that "
-                    "runs the program; take a device parameter, or use the device of a tensor it works on")
+            return ("this file is library code (other project files import it, or it is a module of a package "
+                    "that runs nothing when imported), and the device belongs to the code that runs the program; "
+                    "take a device parameter, or use the device of a tensor it works on")
         return "devmod cannot tell which device this class uses; pass a device in explicitly"
 
     def _model_method(self, node: cst.CSTNode) -> cst.FunctionDef | None:

@@ -605,15 +605,43 @@ def _plotted_by_own_function(metadata: Mapping, call: cst.Call, arg: cst.Arg) ->
     if chosen is None:
         return False
     name = chosen.name.value
-    for node in walk(function.body):
-        if isinstance(node, cst.Arg) and isinstance(node.value, cst.Name) and node.value.value == name:
-            inner = metadata[ParentNodeProvider].get(node)
-            if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
-                    and inner.func.attr.value in _PLOTTING_METHODS:
+    return any(isinstance(node, cst.Name) and node.value == name and _shown_on_host(metadata, node)
+               for node in walk(function.body))
+
+
+def _shown_on_host(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """Does ``node`` reach a matplotlib plot or a NumPy-based library, directly or through
+    arithmetic, indexing, tensor methods and torch functions (``plt.imshow(torch.clip(image *
+    std, 0, 255).int())``)?"""
+    parents = metadata[ParentNodeProvider]
+    current = node
+    for _ in range(_MAX_HOST_STEPS):
+        parent = parents.get(current)
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)) \
+                or (isinstance(parent, cst.Subscript) and parent.value is current):
+            current = parent
+        elif isinstance(parent, cst.Attribute) and parent.value is current:
+            call = parents.get(parent)
+            if not (isinstance(call, cst.Call) and call.func is parent):
+                return False
+            current = call  # ``.int()``, ``.permute(1, 2, 0)``: a tensor method's result
+        elif isinstance(parent, cst.Arg):
+            call = parents.get(parent)
+            if not isinstance(call, cst.Call):
+                return False
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in _PLOTTING_METHODS:
                 return True  # ``ax.plot(x, ...)``: an Axes made by matplotlib
-            if isinstance(inner, cst.Call) and _calls_cpu_library(metadata, inner):
+            if _calls_cpu_library(metadata, call):
                 return True
+            if not torch_data_function(metadata, call):
+                return False
+            current = call  # ``torch.clip(x, 0, 1)``: its result lives where ``x`` does
+        else:
+            return False
     return False
+
+
+_MAX_HOST_STEPS = 8  # links followed from a parameter to the library that reads it
 
 
 # Methods of matplotlib's Axes (``fig, ax = plt.subplots()``) that turn their data into NumPy arrays.

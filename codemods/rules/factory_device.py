@@ -114,7 +114,9 @@ class FactoryDevice(Rule):
     def visit_Module(self, node: cst.Module) -> bool:
         self._model_names: set[str] | None = None  # computed on the first from_numpy
         self._packs: bool | None = None  # does the file call pack_padded_sequence? (computed on demand)
-        self._default_device_set = "set_default_device" in self.state.source and sets_default_device(self.metadata, node)  # every factory lands there already
+        # every factory lands there already
+        self._default_device_set = "set_default_device" in self.state.source and sets_default_device(self.metadata, node)
+        self._asked: set[int] = set()  # parameters whose callers are being asked about (recursion)
         return super().visit_Module(node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -513,6 +515,14 @@ class FactoryDevice(Rule):
             given = next((a.value for a in call.args if a.keyword and a.keyword.value == param.name.value), None)
             if given is None and index < len(args):
                 given = args[index].value
+            if isinstance(given, cst.Name) and id(param) not in self._asked:
+                # ``model = prepare_model("mae")`` (a factory devmod cannot see into, never moved)
+                self._asked.add(id(param))
+                try:
+                    if self._unplaced_object(given) or self._pinned_to_cpu(given):
+                        continue
+                finally:
+                    self._asked.discard(id(param))
             if not (isinstance(given, cst.Call) and builds_model(self.metadata, given, self.facts)
                     and not places_itself(given)):
                 return False

@@ -362,6 +362,10 @@ class LegacyCuda(Rule):
         if dtype is None:
             return updated
         device = self._device(original)
+        if device is None and isinstance(argument, cst.Name) and argument in self._alias_of_use and all(
+                gpu_only(self.metadata, d) for d in self._alias_of_use[argument].definitions
+                if (legacy_dtype(self.metadata, d.value) or (None, False))[1]):
+            return updated  # ``if cuda: dtype = torch.cuda.FloatTensor``: the caller's switch decides
         if device is None or not self._has_torch:
             self.report(original, "`.type(<CUDA tensor type>)` not rewritten: "
                         + (self.devices.why_no_device(original) if device is None else "torch is not imported"))

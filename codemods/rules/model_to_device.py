@@ -248,7 +248,8 @@ class ModelToDevice(Rule):
         return False
 
     def _model_needs_move(self, assign, call: cst.Call, name: str) -> bool:
-        if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign):
+        if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign) \
+                or self._never_runs(assign):
             return False
         if self._changed_later(assign, name):
             if self.device_for(assign) is None:
@@ -283,6 +284,32 @@ class ModelToDevice(Rule):
             and isinstance(call := parents.get(attribute), cst.Call) and call.func is attribute
             for use in uses)
 
+    def _never_runs(self, assign) -> bool:
+        """A model only read for its sizes and weights, given new parts, or itself put into
+        another model as a part (``donor.classifier[-1] = fc``): it never runs on data, so
+        nothing of it needs the device (the model it became part of moves it, if that moves)."""
+        target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+        if not isinstance(target, cst.Name):
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        donated = False  # its weights or itself go somewhere: a donor, not a model still being set up
+        for use in uses_of_binding(self.metadata, target):
+            parent = parents.get(use)
+            if isinstance(parent, cst.Assign) and parent.value is use and len(parent.targets) == 1 \
+                    and isinstance(parent.targets[0].target, (cst.Attribute, cst.Subscript)):
+                donated = True  # ``donor.classifier[-1] = fc``: a part of another model
+                continue
+            node = use
+            while isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node:
+                node, parent = parent, parents.get(parent)
+            if node is use:
+                return False  # called, handed to a call, returned, ...: it may run
+            if isinstance(parent, cst.Call) and parent.func is node:
+                if not (isinstance(node, cst.Attribute) and node.attr.value == "state_dict"):
+                    return False  # ``donor.features(x)``, ``donor.eval()``: its parts may run
+                donated = True
+        return donated
+
     def _changed_later(self, assign, name: str) -> bool:
         target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
         uses = uses_of_binding(self.metadata, target) if isinstance(target, cst.Name) \
@@ -298,7 +325,7 @@ class ModelToDevice(Rule):
         value = original.value
         if not (isinstance(root, cst.Name) and root.value in self._model_names and isinstance(value, cst.Call)
                 and builds_model(self.metadata, value, self.facts) and not places_itself(value)
-                and self._in_training_code(original)):
+                and self._in_training_code(original)) or self._root_never_runs(root):
             return updated
         device = self.device_for(original)
         if device is None:
@@ -306,6 +333,14 @@ class ModelToDevice(Rule):
         moved = to_call(updated.value, device)
         return self.fix(original, updated, updated.with_changes(value=moved),
                         f"a new part of model `{root.value}` is built on the CPU: `.to(device)` where it is assigned")
+
+    def _root_never_runs(self, root: cst.Name) -> bool:
+        """The model given a new part is one that never runs (``_never_runs``): it is not
+        moved, so neither is its new part."""
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(root), root.value)
+        parents = self.metadata[ParentNodeProvider]
+        assigns = [parents.get(parents.get(b.node)) for b in bindings if isinstance(b.node, cst.Name)]
+        return len(assigns) == 1 and isinstance(assigns[0], cst.Assign) and self._never_runs(assigns[0])
 
     def _wrapper_needs_move(self, assign, call: cst.Call, name: str) -> bool:
         """``nn.DataParallel(...)``: move the wrapper when the model it wraps is built unmoved

@@ -221,3 +221,98 @@ def test_a_tensor_shown_in_an_f_string_may_move_with_its_model():
     """)
     assert not [f for f in result.findings if not f.fixed]
     assert "pool = nn.Conv2d(3, 2, 3).to(device)" in result.output
+
+
+def test_an_input_for_a_model_from_an_unknown_factory_stays(tmp_path):
+    # mae demo notebook: ``model = prepare_model(...)`` (``getattr(models_mae, arch)()`` inside)
+    # is never moved, so ``x = torch.tensor(img)`` in the function that runs it stays too.
+    source, result = run("""\
+        import numpy as np
+        import torch
+        import zoo
+
+
+        def build(name):
+            return getattr(zoo, name)()
+
+
+        def infer(pic, net):
+            t = torch.tensor(pic)
+            return net(t.float())
+
+
+        pic = np.ones((2, 3))
+        net = build("small")
+        print(infer(pic, net))
+    """)
+    assert result.output == source
+
+
+def test_a_tensor_for_the_files_own_plot_helper_stays_on_the_cpu():
+    # mae demo notebook cell 7: ``show_image(torch.tensor(img))`` where ``show_image`` multiplies by
+    # a NumPy array inside ``torch.clip`` and hands the result to ``plt.imshow``.
+    source, result = run("""\
+        import numpy as np
+        import torch
+        import matplotlib.pyplot as plt
+
+        scale = np.array([0.5, 0.5, 0.5])
+
+
+        def show(pic):
+            plt.imshow(torch.clamp(pic * scale * 255, 0, 255).int())
+
+
+        raw = np.zeros((4, 4, 3))
+        show(torch.tensor(raw))
+        layer = torch.nn.Linear(3, 3)
+        print(layer(torch.tensor(raw).float()))
+    """)
+    assert "show(torch.tensor(raw))\n" in result.output
+    assert "layer = torch.nn.Linear(3, 3).to(device)" in result.output
+
+
+def test_a_weight_donor_is_neither_moved_nor_reported():
+    # pytorch-image-classification 4_vgg: the new head of a model used only as a ``state_dict()``
+    # source was moved alone (half a model on the GPU), then DM202 reported that model.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+        import torchvision.models as models
+
+        source_net = models.vgg11_bn()
+        head = nn.Linear(source_net.classifier[-1].in_features, 10)
+        source_net.classifier[-1] = head
+        weights = source_net.state_dict()
+        other = models.vgg11_bn()
+        other.classifier[-1] = nn.Linear(4, 2)
+        spare = other.state_dict()
+    """)
+    assert result.output == source
+    assert not [f for f in result.findings if not f.fixed]
+
+
+def test_a_cuda_type_chosen_by_the_callers_switch_is_not_reported(tmp_path):
+    # pytorch-wgan inception_score.py: ``if cuda: dtype = torch.cuda.FloatTensor`` with ``cuda`` a
+    # parameter; ``.type(dtype)`` runs on CUDA only when the caller asks for it.
+    from codemods.analysis.project import ProjectIndex
+    from codemods.engine import transform_source
+    import textwrap
+    helper = textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+
+        def score(imgs, cuda=True):
+            if cuda:
+                kind = torch.cuda.FloatTensor
+            else:
+                kind = torch.FloatTensor
+            net = nn.Linear(4, 2).type(kind)
+            return net(imgs.type(kind))
+    """)
+    script = "import torch\nfrom helper import score\nprint(score(torch.ones(1, 4), cuda=False))\n"
+    index = ProjectIndex.build([(str(tmp_path / "helper.py"), helper), (str(tmp_path / "run.py"), script)])
+    result = transform_source(helper, str(tmp_path / "helper.py"), role=index.role_for(str(tmp_path / "helper.py")))
+    assert result.output == helper
+    assert not [f for f in result.findings if not f.fixed]

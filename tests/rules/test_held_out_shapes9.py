@@ -62,7 +62,7 @@ def test_cuda_in_a_model_file_follows_the_input_not_a_new_global(tmp_path):
     assert "\ndevice =" not in out and "return torch.arange(4).cuda()" in out
     # the helper with no tensor to follow is reported, with the reason: it is library code
     [finding] = results["nets.py"].open_findings
-    assert finding.code == "DM103" and finding.line == 13 and "imported by other project files" in finding.message
+    assert finding.code == "DM103" and finding.line == 13 and "other project files import it" in finding.message
     assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in results["train.py"].output
 
 

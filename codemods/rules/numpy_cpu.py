@@ -9,9 +9,11 @@ On a CPU tensor ``.cpu()`` returns the tensor itself, so the fix costs nothing t
 - Only receivers that are surely torch tensors (a tensor factory or tensor method
   chain, a name assigned from one, a model's output): ``.numpy()`` on other objects
   (pandas, TensorFlow) is left alone.
-- A tensor handed to a matplotlib plot (``plt.imshow(img.detach())``, ``ax.plot(losses_t)``)
-  in a file that imports matplotlib and places something on a device gets ``.cpu()`` too: matplotlib converts it with NumPy,
-  which fails the same way on a GPU tensor. Only surely-torch tensors, never a NumPy array.
+- A tensor handed to a matplotlib plot (``plt.imshow(img.detach())``, ``ax.plot(out[0])``) in a
+  file that imports matplotlib and places something on a device gets ``.cpu()`` too: matplotlib
+  converts it with NumPy, which fails the same way on a GPU tensor. Only surely-torch tensors
+  that come from a model's output or were placed on a device (followed through assignments,
+  loops, ``.append`` and the file's own functions), never a NumPy array or a CPU-made tensor.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from ..analysis.candidates import FileFacts, method_name
 from ..analysis.groups import blocked_scopes, dominating_binding_above
 from ..analysis.modules import called_on_import, single_assigned_value
 from ..analysis.names import keyword, method_call, positional, qualified_names
-from ..analysis.roles import HOST_MAKERS, builds_model
+from ..analysis.roles import HOST_MAKERS, builds_model, is_model_callee, model_variables
 from ..analysis.scopes import assigned_value, only_binding, scope_bindings
-from ..analysis.tensors import is_surely_tensor, surely_tensor_variable
+from ..analysis.tensors import is_surely_tensor, surely_tensor_variable, uses_of
 from ..analysis.tree import ancestors, line_of, mentions_name, walk
 from .base import Invalid, Rule, Valid
 
@@ -93,7 +95,7 @@ class NumpyCpu(Rule):
             return updated  # beside a model whose group stays on the CPU (DM202): so does what it plots
         count = _PLOT_DATA_ARGUMENTS[original.func.attr.value]  # type: ignore[attr-defined]
         data = [i for i, a in enumerate(original.args[:count]) if a.keyword is None
-                and self._plotted_tensor(a.value)
+                and self._plotted_tensor(a.value) and self._from_a_model(a.value)
                 and not _on_cpu_already(self.metadata, a.value)
                 and not self._fed_cpu_tensors(a.value)]
         if not data:
@@ -112,6 +114,68 @@ class NumpyCpu(Rule):
         if isinstance(value, cst.UnaryOperation):
             return self._plotted_tensor(value.expression)
         return self._is_torch_tensor(value) or self._reaching_tensor(value)
+
+    def _from_a_model(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """Does the plotted value come from a model's output (a model the rules move, so it may
+        be on the GPU)? Followed through assignments, loops (``for ax, img in zip(axes,
+        samples[-1])``), ``.append`` and the file's own function parameters to their callers.
+        A tensor made or loaded on the CPU is plotted as it is: a ``.cpu()`` there is noise."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(value, cst.BinaryOperation):
+            return self._from_a_model(value.left, depth + 1) or self._from_a_model(value.right, depth + 1)
+        if any(isinstance(link, cst.Call) and (keyword(link, "device") is not None or (
+                isinstance(link.func, cst.Attribute) and link.func.attr.value in ("cuda", "to")))
+               for link in _chain(value)):
+            return True  # placed on a device right there (``wave.cuda()``, ``torch.ones(3, device=d)``)
+        root = _chain_root(value)
+        if isinstance(root, cst.Call):
+            if isinstance(root.func, cst.Name) and root.func.value in ("zip", "enumerate", "reversed", "list"):
+                return any(self._from_a_model(a.value, depth + 1) for a in root.args)
+            return self._surely_model(root.func, depth + 1) or is_model_callee(root.func, self._models())
+        if not isinstance(root, cst.Name):
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(root), root.value)
+        names = [b.node for b in bindings if isinstance(b.node, (cst.Name, cst.Param))]
+        reaching = dominating_binding_above(self.metadata, root, [n for n in names if isinstance(n, cst.Name)])
+        for node in [reaching] if reaching is not None else names:
+            if isinstance(node, cst.Param):
+                if self._callers_give_a_model_output(node, depth):
+                    return True
+                continue
+            holder = parents.get(node)
+            while isinstance(holder, (cst.Element, cst.Tuple, cst.List)):
+                holder = parents.get(holder)
+            if isinstance(holder, cst.AssignTarget) and self._from_a_model(parents.get(holder).value, depth + 1):
+                return True
+            if isinstance(holder, cst.For) and self._from_a_model(holder.iter, depth + 1):
+                return True
+        for use in uses_of(self.metadata, root):
+            method = parents.get(use)  # ``history.append(gen(z))``
+            call = parents.get(method) if isinstance(method, cst.Attribute) and method.value is use else None
+            if isinstance(call, cst.Call) and call.func is method and method.attr.value in ("append", "extend") \
+                    and any(self._from_a_model(a.value, depth + 1) for a in call.args):
+                return True
+        return False
+
+    def _callers_give_a_model_output(self, param: cst.Param, depth: int) -> bool:
+        """A parameter of the file's own function, given a model's output by some call of it."""
+        function = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(param))
+        if not isinstance(function, cst.FunctionDef) or param not in function.params.params:
+            return False
+        index = list(function.params.params).index(param)
+        for call in walk(self.tree):
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function.name.value:
+                given = _argument(call, index, param.name.value)
+                if given is not None and self._from_a_model(given, depth + 1):
+                    return True
+        return False
+
+    def _models(self) -> set[str]:
+        if not hasattr(self, "_model_names"):
+            self._model_names = model_variables(self.metadata, self.tree, self.facts)
+        return self._model_names
 
     def _reaching_tensor(self, value: cst.BaseExpression) -> bool:
         """``img = img.detach()`` then ``ax.imshow(img.reshape(28, 28))``: the one binding of

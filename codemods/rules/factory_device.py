@@ -453,7 +453,7 @@ class FactoryDevice(Rule):
         if isinstance(wrapper, cst.Call) and dotted(wrapper.func) in ("Variable", "autograd.Variable",
                                                                      "torch.autograd.Variable"):
             start = wrapper  # ``x = Variable(torch.ones(n))``: the wrapper is the value
-        for callee in self._calls_fed(start):
+        for callee in self._calls_fed(start, rebound=_MAX_REBINDINGS):
             if isinstance(callee.func, cst.Call) \
                     and builds_model(self.metadata, callee.func, self.facts):
                 return True  # ``Net()(x)``: a model built right there stays on the CPU
@@ -528,10 +528,12 @@ class FactoryDevice(Rule):
                 return False
         return True
 
-    def _calls_fed(self, start: cst.BaseExpression, unmoved: bool = False):
+    def _calls_fed(self, start: cst.BaseExpression, unmoved: bool = False, rebound: int = 0):
         """The calls that take the value of ``start`` as an argument, directly or through the
         variable it is assigned to, also inside arithmetic (``net(batch + offset)``).
-        ``unmoved``: not through a use that the author moves on the way (``net(avg.to(device))``)."""
+        ``unmoved``: not through a use that the author moves on the way (``net(avg.to(device))``).
+        ``rebound``: how many ``x = x.unsqueeze(0)`` / ``x = torch.einsum(..., x)`` steps to follow
+        from one variable to the next."""
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, start)
         for use in [start, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
@@ -544,6 +546,12 @@ class FactoryDevice(Rule):
             callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
             if isinstance(callee, cst.Call):
                 yield callee
+                if rebound and torch_data_function(self.metadata, callee) \
+                        and isinstance(parents.get(callee), cst.Assign):
+                    yield from self._calls_fed(callee, unmoved, rebound - 1)  # ``x = torch.einsum(.., x)``
+            elif rebound and use is not start and isinstance(parents.get(top), cst.Assign) \
+                    and parents.get(top).value is top:
+                yield from self._calls_fed(top, unmoved, rebound - 1)  # ``x = x.unsqueeze(dim=0)``
 
     def _feeds_model(self, call: cst.Call) -> bool:
         """Host data is usually dataset material: move it only where it is, directly or through

@@ -248,6 +248,34 @@ def test_an_input_for_a_model_from_an_unknown_factory_stays(tmp_path):
     assert result.output == source
 
 
+def test_an_input_reshaped_before_the_unknown_model_stays_too():
+    # The real mae cell: the input goes through ``x = x.unsqueeze(0)`` and ``torch.einsum`` first.
+    source, result = run("""\
+        import numpy as np
+        import torch
+        import zoo
+
+
+        def build(name):
+            net = getattr(zoo, name)()
+            net.load_state_dict(torch.load("w.pth", map_location="cpu"))
+            return net
+
+
+        def infer(pic, net):
+            t = torch.tensor(pic)
+            t = t.unsqueeze(dim=0)
+            t = torch.einsum("nhwc->nchw", t)
+            return net(t.float())
+
+
+        pic = np.ones((2, 2, 3))
+        first = build("small")
+        print(infer(pic, first))
+    """)
+    assert result.output == source
+
+
 def test_a_tensor_for_the_files_own_plot_helper_stays_on_the_cpu():
     # mae demo notebook cell 7: ``show_image(torch.tensor(img))`` where ``show_image`` multiplies by
     # a NumPy array inside ``torch.clip`` and hands the result to ``plt.imshow``.

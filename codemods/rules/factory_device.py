@@ -48,7 +48,7 @@ from ..analysis.names import dotted, keyword, keyword_arg, positional, qualified
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, only_assigned_value, only_binding, scope_bindings
-from ..analysis.groups import blocked_callee, blocked_scopes, samples_a_distribution
+from ..analysis.groups import blocked_callee, blocked_scopes, dominating_binding_above, samples_a_distribution
 from ..analysis.loops import packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
@@ -188,12 +188,17 @@ class FactoryDevice(Rule):
         return False
 
     def _host_first_then_moved(self, call: cst.Call) -> bool:
-        """``a = torch.randn(n)``, host work on ``a`` alone (``torch.matmul(a, a)``,
-        ``print(a.device)``), then ``a = a.to(device)``: the author compares the CPU with the GPU
-        and moves it on purpose later; the first part stays on the CPU."""
+        """``a = torch.randn(n)``, host work on ``a`` alone or with others like it
+        (``torch.matmul(a, b)``, ``print(a.device)``), then ``a = a.to(device)``: the author
+        compares the CPU with the GPU and moves it on purpose later; the first part stays."""
         name = assigned_name(self.metadata, call)
         if name is None:
             return False
+        moves, others = self._split_self_moves(name)
+        return bool(moves) and all(self._only_looked_at(use, name.value) for use in others)
+
+    def _split_self_moves(self, name: cst.Name) -> tuple[list[cst.Name], list[cst.Name]]:
+        """The uses of this binding of ``name`` in ``name = name.to(<place>)``, and the others."""
         parents = self.metadata[ParentNodeProvider]
         moves, others = [], []
         for use in uses_of_binding(self.metadata, name):
@@ -206,11 +211,11 @@ class FactoryDevice(Rule):
                 moves.append(use)
             else:
                 others.append(use)
-        return bool(moves) and all(self._only_looked_at(use, name.value) for use in others)
+        return moves, others
 
     def _only_looked_at(self, use: cst.Name, variable: str) -> bool:
-        """Printed (``print(a.device)``), or given to a torch function with nothing but itself
-        and literals (``torch.matmul(a, a)``): it meets no other tensor."""
+        """Printed (``print(a.device)``), or given to a torch function with nothing but itself,
+        literals and other tensors the author moves later the same way (``torch.matmul(a, b)``)."""
         parents = self.metadata[ParentNodeProvider]
         top = use
         while isinstance(parents.get(top), cst.Attribute) and parents.get(top).value is top:
@@ -222,8 +227,16 @@ class FactoryDevice(Rule):
         if isinstance(call.func, cst.Name) and call.func.value == "print":
             return True
         return any(n.startswith("torch.") for n in qualified_names(self.metadata, call.func)) and all(
-            (isinstance(a.value, cst.Name) and a.value.value == variable)
-            or isinstance(a.value, (cst.Integer, cst.Float)) for a in call.args)
+            isinstance(a.value, (cst.Integer, cst.Float))
+            or (isinstance(a.value, cst.Name) and (a.value.value == variable or self._moved_later_too(a.value)))
+            for a in call.args)
+
+    def _moved_later_too(self, name: cst.Name) -> bool:
+        """The binding that reaches ``name`` is moved by the author later (``b = b.to(device)``)."""
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
+        reaching = dominating_binding_above(self.metadata, name, [b.node for b in bindings
+                                                                   if isinstance(b.node, cst.Name)])
+        return reaching is not None and bool(self._split_self_moves(reaching)[0])
 
     def _left_to_the_author(self, call: cst.Call) -> bool:
         """In model and library code, where the author's own code decides: a value computed

@@ -64,18 +64,21 @@ def test_a_cpu_then_gpu_timing_demo_keeps_its_first_tensor_on_the_cpu():
         import torch
 
         m = torch.rand(64, 64)
+        n = torch.rand(64, 64)
         start = time.perf_counter()
         torch.mm(m, m)
+        torch.mm(m, n)
         print(m.device, time.perf_counter() - start)
 
         gpu = torch.device("cuda")
         m = m.to(gpu)
+        n = n.to(gpu)
         start = time.perf_counter()
         torch.mm(m, m)
         print(m.device, time.perf_counter() - start)
     """)
     out = result.output
-    assert "m = torch.rand(64, 64)\n" in out
+    assert "m = torch.rand(64, 64)\n" in out and "n = torch.rand(64, 64)\n" in out
     assert 'torch.device("cuda" if torch.cuda.is_available() else "cpu")' in out
 
 

@@ -105,15 +105,17 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     if conflict := conflict_in_file(tree, config.device_name):
         raise SourceError(f"device name {config.device_name!r} is already {conflict[0]} in this file; "
                           "choose another with --device-name", conflict[1], 1)
-    code, tail = split_trailing_comments(source)  # comment lines after the code are put back as they were
-    pad = eof_padding(code)
     chosen = active_rules(config, rules)
     with deep_recursion():
         if role is None:
             role = ProjectIndex.build([(path, source)]).role_for(path)
-        candidates = candidate_rules(chosen, code + pad, config, role, tree, user_text=True)
+        # Asked of the whole text: a trigger found only in the trailing comments keeps a rule that
+        # then finds nothing, and most files stop here, before they are tokenized for their tail.
+        candidates = candidate_rules(chosen, source, config, role, tree, user_text=True)
         if not candidates:
             return TransformResult(source, source)  # no rule can act here: what the full run gives
+        code, tail = split_trailing_comments(source)  # comment lines after the code are put back as they were
+        pad = eof_padding(code)
         # Memory: only one tree at a time is kept alive (a 240 kB file's libcst tree is ~75 MiB,
         # its ``ast`` tree ~20 MiB): the ``ast`` tree is done with, and ``_run_passes`` holds the
         # only reference to the libcst tree, so each pass's rebuilt tree frees the one before.

@@ -302,6 +302,9 @@ class ModelToDevice(Rule):
             node = use
             while isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node:
                 node, parent = parent, parents.get(parent)
+            printed = parents.get(parent) if isinstance(parent, cst.Arg) else None
+            if isinstance(printed, cst.Call) and isinstance(printed.func, cst.Name) and printed.func.value == "print":
+                continue  # ``print(donor)``: shows its layers, runs nothing
             if node is use:
                 return False  # called, handed to a call, returned, ...: it may run
             if isinstance(parent, cst.Call) and parent.func is node:

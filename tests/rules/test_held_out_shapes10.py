@@ -305,13 +305,15 @@ def test_a_tensor_for_the_files_own_plot_helper_stays_on_the_cpu():
 
 def test_a_weight_donor_is_neither_moved_nor_reported():
     # pytorch-image-classification 4_vgg: the new head of a model used only as a ``state_dict()``
-    # source was moved alone (half a model on the GPU), then DM202 reported that model.
+    # source was moved alone (half a model on the GPU), then DM202 reported that model (second
+    # pass: also when the notebook prints it first).
     source, result = run("""\
         import torch
         import torch.nn as nn
         import torchvision.models as models
 
         source_net = models.vgg11_bn()
+        print(source_net)
         head = nn.Linear(source_net.classifier[-1].in_features, 10)
         source_net.classifier[-1] = head
         weights = source_net.state_dict()

@@ -78,7 +78,9 @@ class CudaCall(Rule):
             # already keeps the CPU run on the CPU, as ``if args.gpu: x.cuda()`` does; correct code.
             if not (self._gated_on(original_node, original_node.args[0]) or gpu_only(self.metadata, original_node)
                     or self._set_device_to(original_node.args[0].value)):
-                self.report(original_node, "`.cuda(index)` selects a GPU by rank; set the device per rank instead")
+                self.report(original_node, "`.cuda(index)` puts this on that GPU whatever the run (a CPU-only run fails "
+                                           "here); use the device the program chose (per rank, or by its own switch) "
+                                           "with `.to(device)`")
             return updated_node
         if any(a.keyword is not None and a.keyword.value not in ("non_blocking", "memory_format") for a in args):
             return updated_node

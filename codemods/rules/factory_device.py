@@ -351,13 +351,15 @@ class FactoryDevice(Rule):
 
     def _beside_cpu_tensors(self, call: cst.Call) -> bool:
         """Its scope computes with a CPU tensor that devmod leaves where it is (a legacy
-        constructor or ``from_numpy`` that feeds no model, a ``Normal(0, 1).sample(...)``):
+        constructor or ``from_numpy`` that feeds no model, a ``Normal(0, 1).sample(...)``, a
+        tensor drawn from a generator):
         ``corr2d(X, K)`` or ``X @ W + b`` would then mix devices, so no factory there moves."""
         scopes = self.metadata[ScopeProvider]
         if self.state.cpu_scopes is None or self.state.cpu_scopes[0] is not self.tree:
             makers: dict[int, list[cst.Call]] = {}  # one walk per tree: the CPU tensors of each scope
             for node in walk(self.tree):
-                if isinstance(node, cst.Call) and (self._host_tensor_maker(node) or samples_a_distribution(node)):
+                if isinstance(node, cst.Call) and (self._host_tensor_maker(node) or samples_a_distribution(node)
+                                                   or self._drawn_from_a_generator(node)):
                     makers.setdefault(id(scopes.get(node)), []).append(node)
             self.state.cpu_scopes = (self.tree, makers, {})
         _, makers, known = self.state.cpu_scopes
@@ -365,6 +367,12 @@ class FactoryDevice(Rule):
         if key not in known:
             known[key] = any(self._unmoved_and_computed_with(node) for node in makers.get(key, ()))
         return known[key]
+
+    def _drawn_from_a_generator(self, call: cst.Call) -> bool:
+        """``torch.randn(27, 27, generator=g)``: drawn on the generator's device (a CPU
+        ``torch.Generator()``), never given a ``device=`` by this rule, so it stays where it is."""
+        return keyword(call, "generator") is not None and keyword(call, "device") is None \
+            and bool(qualified_names(self.metadata, call.func) & tensor_factories())
 
     def _unmoved_and_computed_with(self, maker: cst.Call) -> bool:
         if self._host_tensor_maker(maker) and self._host_tensor_moves(maker):

@@ -617,6 +617,9 @@ class LegacyCuda(Rule):
             if isinstance(call, cst.Call) and (method_call(call, "type") or "set_default_tensor_type" in (
                     dotted(call.func) or "")):
                 return  # the global default type is another rule's finding
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
+                    and call.func.value in ("isinstance", "issubclass") and parent is not call.args[0]:
+                return  # ``isinstance(x.data, torch.cuda.FloatTensor)``: a test that places nothing
         self.report(node, "a CUDA tensor type used here is not rewritten; use a dtype and device= instead")
 
     def visit_Name(self, node: cst.Name) -> None:

@@ -349,3 +349,45 @@ def test_a_cuda_type_chosen_by_the_callers_switch_is_not_reported(tmp_path):
     result = transform_source(helper, str(tmp_path / "helper.py"), role=index.role_for(str(tmp_path / "helper.py")))
     assert result.output == helper
     assert not [f for f in result.findings if not f.fixed]
+
+
+# -- eleventh run (nn-zero-to-hero, WassersteinGAN) ------------------------------------------
+
+def test_tensors_beside_generator_drawn_weights_stay_on_the_cpu():
+    # makemore notebooks: ``C = torch.randn(..., generator=g)`` stays on the CPU (a CPU generator);
+    # ``bngain = torch.ones(...)`` in the same cell got ``device=`` and met ``C`` and ``W1`` half-moved.
+    source, result = run("""\
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        g = torch.Generator().manual_seed(1)
+        table = torch.randn((10, 4), generator=g)
+        weight = torch.randn((8, 5), generator=g)
+        gain = torch.ones((1, 5))
+        rows = torch.randint(0, 10, (3, 2), generator=g)
+        hidden = table[rows].view(3, -1) @ weight
+        print(gain * hidden)
+    """)
+    assert result.output == source
+
+
+def test_a_cuda_type_in_an_isinstance_test_is_not_reported():
+    # WassersteinGAN models: ``isinstance(x.data, torch.cuda.FloatTensor) and self.ngpu > 1``
+    # places nothing; DM304 reported it six times.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self, ngpu):
+                super().__init__()
+                self.ngpu = ngpu
+                self.body = nn.Linear(4, 2)
+
+            def forward(self, x):
+                if isinstance(x.data, torch.cuda.FloatTensor) and self.ngpu > 1:
+                    return nn.parallel.data_parallel(self.body, x, range(self.ngpu))
+                return self.body(x)
+    """)
+    assert not [f for f in result.findings if not f.fixed]

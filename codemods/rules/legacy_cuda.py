@@ -620,6 +620,8 @@ class LegacyCuda(Rule):
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
                     and call.func.value in ("isinstance", "issubclass") and parent is not call.args[0]:
                 return  # ``isinstance(x.data, torch.cuda.FloatTensor)``: a test that places nothing
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            return  # ``torch.cuda.HalfTensor in buckets``, ``t.type() == ...``: compared, never built
         self.report(node, "a CUDA tensor type used here is not rewritten; use a dtype and device= instead")
 
     def visit_Name(self, node: cst.Name) -> None:

@@ -95,3 +95,15 @@ def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     """``name=value`` written the PEP 8 way (libcst's default puts spaces around ``=``)."""
     return cst.Arg(value, keyword=cst.Name(name), equal=cst.AssignEqual(
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+
+
+def argument_for(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter at ``index`` called ``name`` (None with ``*args``
+    or ``**kwargs`` in the call, or when it passes nothing there)."""
+    if any(a.star for a in call.args):
+        return None
+    named = [a for a in call.args if a.keyword is not None and a.keyword.value == name]
+    if named:
+        return named[0].value
+    positional_args = [a for a in call.args if a.keyword is None]
+    return positional_args[index].value if index < len(positional_args) else None

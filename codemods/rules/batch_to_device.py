@@ -44,7 +44,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ..analysis.candidates import FileFacts, may_iterate_loader
 from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import Loader, batch_plan, find_loader
-from ..analysis.names import keyword_arg
+from ..analysis.names import argument_for, keyword_arg
 from ..analysis.pinned import pinned_to_cpu
 from ..analysis.groups import blocked_callee
 from ..analysis.roles import is_loss_callee, is_model_callee, model_variables, raw_weight_functions
@@ -141,11 +141,8 @@ class BatchToDevice(Rule):
         index = next((i for i, p in enumerate(function.params.params) if p is param), None)
         for call in walk(self.tree):
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function.name.value:
-                given = [a.value for a in call.args if a.keyword is not None and a.keyword.value == func.value]
-                plain = [a.value for a in call.args if a.keyword is None and not a.star]
-                if not given and index is not None and index < len(plain):
-                    given = [plain[index]]
-                if given and isinstance(given[0], cst.Name) and pinned_to_cpu(self.metadata, given[0]):
+                given = argument_for(call, index, func.value) if index is not None else None
+                if isinstance(given, cst.Name) and pinned_to_cpu(self.metadata, given):
                     return True
         return False
 

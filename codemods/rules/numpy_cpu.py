@@ -27,7 +27,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ..analysis.candidates import FileFacts, method_name
 from ..analysis.groups import blocked_scopes, dominating_binding_above
 from ..analysis.modules import called_on_import, single_assigned_value
-from ..analysis.names import keyword, method_call, positional, qualified_names
+from ..analysis.names import argument_for, keyword, method_call, positional, qualified_names
 from ..analysis.roles import HOST_MAKERS, builds_model, is_model_callee, model_variables
 from ..analysis.scopes import assigned_value, only_binding, scope_bindings
 from ..analysis.tensors import is_surely_tensor, surely_tensor_variable, uses_of
@@ -167,7 +167,7 @@ class NumpyCpu(Rule):
         index = list(function.params.params).index(param)
         for call in walk(self.tree):
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function.name.value:
-                given = _argument(call, index, param.name.value)
+                given = argument_for(call, index, param.name.value)
                 if given is not None and self._from_a_model(given, depth + 1):
                     return True
         return False
@@ -211,7 +211,7 @@ class NumpyCpu(Rule):
             return False
         calls = [n for n in walk(self.tree) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
                  and n.func.value == function.name.value and only_binding(self.metadata, n.func) is function]
-        return bool(calls) and all(self._cpu_made(_argument(call, index, param.name.value), call) for call in calls)
+        return bool(calls) and all(self._cpu_made(argument_for(call, index, param.name.value), call) for call in calls)
 
     def _cpu_made(self, value: cst.BaseExpression | None, at: cst.CSTNode) -> bool:
         """A tensor surely on the CPU at ``at``: a legacy constructor or ``from_numpy`` not moved
@@ -351,17 +351,6 @@ def _chain_root(node: cst.BaseExpression) -> cst.BaseExpression:
     for node in _chain(node):
         pass
     return node
-
-
-def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
-    """What ``call`` passes for the parameter at ``index`` called ``name``."""
-    if any(a.star for a in call.args):
-        return None
-    named = [a for a in call.args if a.keyword is not None and a.keyword.value == name]
-    if named:
-        return named[0].value
-    positional_args = [a for a in call.args if a.keyword is None]
-    return positional_args[index].value if index < len(positional_args) else None
 
 
 def _chain_on_cpu(node: ast.AST) -> bool:

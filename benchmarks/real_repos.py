@@ -61,7 +61,10 @@ DEVICE_PATTERNS = (
     "Torch not compiled with CUDA enabled", "Found no NVIDIA driver", "No CUDA GPUs are available",
 )
 OK = ("clean", "timeout")
-MODES = ("cpu", "sim")
+# cpu: the plain run with no GPU visible; sim: under ``devmod verify --simulate``; gpu: the plain
+# run on a machine with a real GPU (``--modes gpu`` there).
+ALL_MODES = ("cpu", "sim", "gpu")
+MODES = ("cpu", "sim")  # what this run does (``--modes``)
 VERSIONS = ("before", "after")
 
 
@@ -272,7 +275,7 @@ def _last_error_line(text: str) -> str:
 def run_script(r: Runnable, root: Path, mode: str, env: dict[str, str]) -> dict[str, Outcome]:
     cwd = root / (r.cwd if r.cwd else os.path.dirname(r.path))
     script = str(root / r.path)
-    if mode == "cpu":
+    if mode != "sim":
         cmd = [sys.executable, script, *r.args]
     else:
         cmd = [sys.executable, "-m", "codemods", "verify", "--simulate", "--json", script, "--", *r.args]
@@ -312,7 +315,7 @@ def run_in_runner(r: Runnable, root: Path, mode: str, env: dict[str, str], work:
     results = work / f"{tag}.jsonl"
     results.unlink(missing_ok=True)
     args = [r.kind, str(root), r.path, str(results)] + ([str(specs), *r.args] if specs else [])
-    if mode == "cpu":
+    if mode != "sim":
         cmd = [sys.executable, str(RUNNER), *args]
     else:
         cmd = [sys.executable, "-m", "codemods", "verify", "--simulate", str(RUNNER), "--", *args]
@@ -381,11 +384,12 @@ def trial_repo(src: Path, devmod_src: Path, cfg: dict[str, Any], jobs: int, time
 
         def one(r: Runnable, v: str, mode: str) -> None:
             tag = f"{r.kind}-{r.path.replace('/', '_')}-{abs(hash(r.label))}-{v}-{mode}"
+            env = dict(envs[v], CUDA_VISIBLE_DEVICES="") if mode == "cpu" else envs[v]
             if r.kind == "script":
-                items = run_script(r, roots[v], mode, envs[v])
+                items = run_script(r, roots[v], mode, env)
             else:
                 specs = work / "specs.json" if r.kind == "modules" else None
-                items = run_in_runner(r, roots[v], mode, envs[v], work, tag, specs, run_cfg)
+                items = run_in_runner(r, roots[v], mode, env, work, tag, specs, run_cfg)
             for item, outcome in items.items():
                 name = {"script": r.label or r.path, "modules": item}.get(r.kind, f"{r.path}::{item}")
                 runs.setdefault(name, {})[f"{v}/{mode}"] = asdict(outcome)
@@ -393,14 +397,14 @@ def trial_repo(src: Path, devmod_src: Path, cfg: dict[str, Any], jobs: int, time
         # devmod changed nothing: the after copy is the before copy, its runs would be the same
         versions = VERSIONS if hunks else ("before",)
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            # the before/cpu run of a models file probes input shapes the other runs reuse
-            first = [pool.submit(one, r, "before", "cpu") for r in runnables if r.kind == "modules"]
+            # the first run (before, first mode) of a models file probes input shapes the others reuse
+            first = [pool.submit(one, r, "before", MODES[0]) for r in runnables if r.kind == "modules"]
             rest = [pool.submit(one, r, v, m) for r in runnables for v in versions for m in MODES
                     if r.kind != "modules"]
             for f in first:
                 f.result()
             rest += [pool.submit(one, r, v, m) for r in runnables if r.kind == "modules"
-                     for v, m in (("before", "sim"), ("after", "cpu"), ("after", "sim")) if v in versions]
+                     for v in versions for m in MODES if (v, m) != ("before", MODES[0])]
             for f in rest:
                 f.result()
         if not hunks:
@@ -422,7 +426,7 @@ def compare(result: RepoResult) -> dict[str, Any]:
         if item.endswith("::import") or item.endswith("(runner)"):
             pass
         kinds_seen = False
-        for mode in MODES:
+        for mode in ALL_MODES:
             b, a = by_run.get(f"before/{mode}"), by_run.get(f"after/{mode}")
             if b is None or b["kind"] == "skipped" or a is None:
                 continue
@@ -496,7 +500,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verdicts", type=Path, help="a reviewer's hunk verdicts (JSON) to count")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="runs at the same time (default 2)")
     ap.add_argument("--timeout", type=int, default=45, help="seconds per script run (default 45)")
+    ap.add_argument("--modes", default="cpu,sim",
+                    help="how each case runs, comma-separated: cpu (no GPU visible), sim (devmod verify "
+                         "--simulate), gpu (plain, on a machine with a real GPU); default cpu,sim")
     args = ap.parse_args(argv)
+    global MODES
+    MODES = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    if not MODES or set(MODES) - set(ALL_MODES):
+        ap.error(f"--modes {args.modes}: choose from {', '.join(ALL_MODES)}")
+    if "gpu" in MODES and subprocess.run([sys.executable, "-c", "import sys, torch; "
+                                          "sys.exit(not torch.cuda.is_available())"]).returncode != 0:
+        ap.error("--modes gpu: this Python's torch sees no CUDA GPU")
     if not args.from_json and not (args.devmod_src / "codemods" / "__init__.py").is_file():
         ap.error(f"--devmod-src {args.devmod_src}: no codemods package there")
     config = tomllib.loads(args.config.read_text()) if args.config.is_file() else {}

@@ -17,6 +17,8 @@ import sys
 import tokenize
 from typing import Iterator
 
+from .analysis.ast_walk import add_ast_children
+
 # AST depth 1,100 is a chain of about 550 method calls (`.cuda().cuda()...`): processed in
 # tens of seconds on a slow core. CPython itself stops at 200 nested brackets.
 MAX_DEPTH = 1100
@@ -50,15 +52,17 @@ def check_source(source: str) -> ast.Module:
 
 
 def _depth(tree: ast.AST) -> tuple[int, int]:
-    """The deepest node's depth and line, without recursion (the tree may be very deep)."""
-    best, line = 0, 0
-    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > best:
-            best, line = depth, getattr(node, "lineno", line)
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return best, line
+    """The deepest node's depth and line, without recursion (the tree may be very deep): one
+    level at a time, with the project's cheap child walk (``ctx`` nodes are not counted)."""
+    depth, level, line = 0, [tree], 0
+    while level:
+        depth += 1
+        line = next((n.lineno for n in level if hasattr(n, "lineno")), line)
+        below: list[ast.AST] = []
+        for node in level:
+            add_ast_children(node, below)
+        level = below
+    return depth, line
 
 
 def eof_padding(source: str) -> str:

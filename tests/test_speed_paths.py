@@ -14,7 +14,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from codemods import engine, fast_visit
 from codemods.analysis import project
@@ -60,6 +60,37 @@ def test_fast_visit_calls_a_visitor_exactly_as_libcst_does(source):
     finally:
         fast_visit.install()
     assert fast.events == slow.events
+
+
+def _scopes(source: str) -> list[tuple]:
+    """Every scope's assignment count and its names' assignments and accesses, by position."""
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    scopes = set(wrapper.resolve(ScopeProvider).values()) - {None}
+    positions = wrapper.resolve(PositionProvider)
+
+    def where(node) -> tuple:
+        place = positions.get(node)
+        return (place.start.line, place.start.column) if place is not None else (0, 0)
+    found = []
+    for scope in scopes:
+        names = sorted({a.name for a in scope.assignments} | {a.node.value for a in scope.accesses
+                                                               if isinstance(a.node, cst.Name)})
+        found.append((type(scope).__name__, where(getattr(scope, "node", None)), scope._assignment_count,
+                      [(n, sorted(where(a.node) for a in scope.assignments[n] if hasattr(a, "node")),
+                        sorted(where(a.node) for a in scope.accesses[n])) for n in names]))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("source", [TRICKY, *(p.read_text() for p in EXAMPLES)])
+def test_fast_scope_visit_gives_libcsts_scopes(source):
+    # ``install()`` also answers the scope visitor's isinstance test from a per-class cache.
+    fast = _scopes(source)
+    fast_visit.uninstall()
+    try:
+        slow = _scopes(source)
+    finally:
+        fast_visit.install()
+    assert fast == slow
 
 
 @pytest.mark.parametrize("source", [TRICKY, *(p.read_text() for p in EXAMPLES[:6])])

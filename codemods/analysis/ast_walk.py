@@ -15,7 +15,7 @@ _AST_FIELDS: dict[type, tuple[str, ...]] = {}
 def ast_children(node: ast.AST) -> list[ast.AST]:
     """``ast.iter_child_nodes(node)`` without the ``ctx`` nodes, as a list."""
     found: list[ast.AST] = []
-    _add_ast_children(node, found)
+    add_ast_children(node, found)
     return found
 
 
@@ -24,11 +24,11 @@ def ast_nodes(root: ast.AST) -> list[ast.AST]:
     (about 3x cheaper: no generators, and a third fewer nodes)."""
     found = [root]
     for node in found:  # the list grows while it is read: breadth first, like ``ast.walk``
-        _add_ast_children(node, found)
+        add_ast_children(node, found)
     return found
 
 
-def _add_ast_children(node: ast.AST, found: list[ast.AST]) -> None:
+def add_ast_children(node: ast.AST, found: list[ast.AST]) -> None:
     names = _AST_FIELDS.get(node.__class__)
     if names is None:
         names = _AST_FIELDS[node.__class__] = tuple(f for f in node._fields if f not in _AST_LEAF_FIELDS)

@@ -24,7 +24,8 @@ from .tree import ancestors, runs_later, top_level_statement, walk
 class DevicePlaces:
     """Where a new definition of the shared device may go in one tree (computed once per tree)."""
 
-    def __init__(self, module: cst.Module, torch_alias: str) -> None:
+    def __init__(self, module: cst.Module, torch_alias: str, text: str | None = None) -> None:
+        """``text``: the file's source when known, to skip looking for GPU-list settings."""
         body = list(module.body)
         self.size = len(body)
         self._index = {id(stmt): index for index, stmt in enumerate(body)}
@@ -38,6 +39,17 @@ class DevicePlaces:
         self._binding = next((index for index, stmt in enumerate(body) if _binds(stmt, torch_alias)), None)
         # Without any ``import torch`` DM101 adds one with the definition: the alias is then bound.
         self._adds_import = not imports_torch_module(module)
+        # ``os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu_id``: ``torch.cuda.is_available()`` fixes
+        # the list of GPUs, so the definition must run after every such setting, and there is no
+        # place for it when the file sets the list later as it runs (in a function).
+        self._gpu_list_set: list[int] = []
+        self._gpu_list_set_later = False
+        if text is None or _GPU_LIST in text:
+            for index, stmt in enumerate(body):
+                if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    self._gpu_list_set_later = self._gpu_list_set_later or sets_gpu_list(stmt)
+                elif sets_gpu_list(stmt):
+                    self._gpu_list_set.append(index)
 
     def index(self, statement: cst.CSTNode | None) -> int | None:
         """The index of a top-level statement (None: not one of this tree's)."""
@@ -54,7 +66,35 @@ class DevicePlaces:
         anchor = max(min(self._lead, before - 1), self._torch_imports[below - 1] if below else -1)
         if not self._adds_import and (self._binding is None or self._binding > anchor):
             return None  # the alias is bound only below: the definition would fail with a NameError
-        return anchor
+        if self._gpu_list_set_later or any(index >= before for index in self._gpu_list_set):
+            return None
+        return max([anchor, *self._gpu_list_set])
+
+    def why_not(self) -> str:
+        """Why ``anchor`` found no place (it returned None)."""
+        if self._gpu_list_set_later or self._gpu_list_set:
+            return ("the file sets `CUDA_VISIBLE_DEVICES` after it, and checking for a GPU first would "
+                    "ignore that choice")
+        return "no module-level `import torch` comes before it"
+
+
+_GPU_LIST = "CUDA_VISIBLE_DEVICES"
+
+
+def sets_gpu_list(node: cst.CSTNode) -> bool:
+    """Does ``node`` set ``CUDA_VISIBLE_DEVICES`` (``os.environ[...] = ``, ``.setdefault``,
+    ``.update``, ``os.putenv``)? Reads (``os.environ.get``) do not count."""
+    def named(value: cst.CSTNode) -> bool:
+        return any(isinstance(n, cst.SimpleString) and _GPU_LIST in n.value for n in walk(value))
+    for item in walk(node):
+        if isinstance(item, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in item.targets] if isinstance(item, cst.Assign) else [item.target]
+            if any(isinstance(t, cst.Subscript) and named(t) for t in targets):
+                return True
+        elif isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute) \
+                and item.func.attr.value in ("setdefault", "update", "putenv", "__setitem__") and named(item):
+            return True
+    return False
 
 
 def imports_torch_module(module: cst.CSTNode) -> bool:
@@ -110,7 +150,7 @@ def device_unreachable(metadata: Mapping, places: DevicePlaces, module: cst.Modu
         return None  # a project module's ``device`` that ``from x import *`` brings: DM101 reuses it
     anchor = places.anchor(before)
     if not own:
-        return None if anchor is not None else "no module-level `import torch` comes before it"
+        return None if anchor is not None else places.why_not()
     found = places.index(top_level_statement(metadata, own[0].statement))
     if found is not None and found < before:
         return None

@@ -369,6 +369,7 @@ class _GroupFinder:
         group = Group(target.value, statement)
         self.model_name = target.value
         self.aliases: set[str] = set()  # the parameters the model is handed to (``def learn(net, ...)``)
+        self.followed: set[int] = set()  # those parameters' bindings, each followed once
         self.partner_uses: set[int] = set()
         self.inline: dict[int, cst.BaseExpression] = {}
         self.foreign: list[str] = []
@@ -439,9 +440,13 @@ class _GroupFinder:
                                             "an object that runs it on inputs devmod does not follow")
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
                 for param in self._parameters_given(call, parent):
+                    if id(param) in self.followed:
+                        continue  # already followed (a function that hands the model to itself)
+                    self.followed.add(id(param))
                     self.aliases.add(param.name)  # type: ignore[attr-defined]
+                    # handed on from there too: ``def visualize(model): Explainer(model)(x)``
                     for access in getattr(param, "references", ()):
-                        self._call_of(access.node, calls, handed=False)
+                        self._call_of(access.node, calls, handed=True)
 
     def _handed_in_a_list(self, element: cst.Element) -> None:
         """``pairs = [(model_a, "default"), ...]`` then ``helpers.compare(pairs, loader)``: a model in

@@ -6,6 +6,7 @@ Syntax only (no types), so each answer is "surely" or "don't know"; rules act on
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 import libcst as cst
@@ -26,6 +27,40 @@ _NOT_MODELS = frozenset({"Parameter", "ParameterList", "ParameterDict", "Module"
 # ``torch.LongTensor(labels)``): always on the CPU, with no ``device=`` parameter.
 HOST_MAKERS = frozenset({"torch.from_numpy", "torch.Tensor", *(f"torch.{kind}Tensor" for kind in (
     "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"))})
+
+# torch.nn classes without parameters or buffers of their own, as usually built (containers too:
+# what they hold is built elsewhere).
+PARAMETER_FREE = re.compile(
+    r"(ReLU6?|LeakyReLU|ELU|SELU|CELU|GELU|SiLU|Mish|Sigmoid|Tanh|Hardtanh|Hardsigmoid|Hardswish|"
+    r"Hardshrink|Softshrink|Tanhshrink|Softplus|Softsign|Softmax2?d?|LogSoftmax|Softmin|LogSigmoid|"
+    r"Threshold|RReLU|GLU|Flatten|Unflatten|Identity|\w*Dropout\w*|\w*Pool\dd|MaxUnpool\dd|"
+    r"Upsample\w*|PixelShuffle|PixelUnshuffle|ChannelShuffle|\w*Pad\dd|CosineSimilarity|"
+    r"PairwiseDistance|Fold|Unfold|Sequential|ModuleList|ModuleDict|Parameter|ParameterList|ParameterDict|Module)")
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Module", "Parameter", "ParameterList",
+                         "ParameterDict"})
+_INSTANCE_NORM = re.compile(r"(Lazy)?InstanceNorm\dd")
+
+
+def layer_has_state(names: set[str], call: cst.Call) -> bool:
+    """``nn.Linear`` yes; ``nn.ReLU``, ``nn.Sequential`` no; ``nn.InstanceNorm2d`` only with
+    ``affine=True`` / ``track_running_stats=True``. ``names`` are the class's last parts."""
+    if any(PARAMETER_FREE.fullmatch(n) for n in names):
+        return False
+    if any(_INSTANCE_NORM.fullmatch(n) for n in names):
+        return any(keyword(call, k) is not None for k in ("affine", "track_running_stats"))
+    return True
+
+
+def holds_no_tensors(metadata: Mapping, call: cst.Call) -> bool:
+    """``nn.NLLLoss()``, ``nn.LogSoftmax(dim=1)``: a torch.nn module that surely has no parameter
+    or buffer, so ``.cuda()`` / ``.to()`` on it moves nothing and cannot fail on any machine.
+    Containers are not (they hold what they are given), nor losses given a weight."""
+    names = last_part(is_torch_nn_class(metadata, call))
+    if not names or names & _CONTAINERS:
+        return False
+    if is_loss_constructor(metadata, call):
+        return loss_weight_argument(metadata, call) is None
+    return not layer_has_state(names, call)
 
 
 

@@ -238,7 +238,7 @@ class Rule(VisitorBasedCodemodCommand):
         """Why DM101 will not have the shared device bound where ``node`` runs (None: it will)."""
         cached = self.state.device_places
         if cached is None or cached[0] is not self.tree:
-            places = DevicePlaces(self.tree, self.torch_alias)
+            places = DevicePlaces(self.tree, self.torch_alias, self.state.source or None)
             immediate, _ = device_uses(self.metadata, self.shared_name)
             first = min((i for i in map(places.index, immediate) if i is not None), default=None)
             cached = self.state.device_places = (self.tree, places, first)

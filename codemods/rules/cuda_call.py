@@ -28,7 +28,8 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, method_name
 from ..analysis.guards import gpu_only
-from ..analysis.scopes import scope_bindings
+from ..analysis.roles import holds_no_tensors
+from ..analysis.scopes import only_assigned_value, scope_bindings
 from ..analysis.tree import ancestors, code_of, mentions_name, walk
 from ..analysis.names import method_call, qualified_names
 from .base import Invalid, Rule, Valid
@@ -89,7 +90,8 @@ class CudaCall(Rule):
             return updated_node  # ``if a.is_cuda: a = a.cuda()`` in library code: correct, and no global device there
         if device is None:
             # ``if self.gpu_mode: x.cuda()`` is correct code, and so is ``.cuda()`` after ``set_device``
-            if not gpu_only(self.metadata, original_node) and not self.devices.cuda_is_the_ranks(original_node):
+            if not gpu_only(self.metadata, original_node) and not self.devices.cuda_is_the_ranks(original_node) \
+                    and not self._moves_nothing(original_node):
                 self.report(original_node, "`.cuda()` not rewritten: " + self.devices.why_no_device(original_node))
             return updated_node
         func = updated_node.func
@@ -98,6 +100,16 @@ class CudaCall(Rule):
         new_args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_args]
         replacement = updated_node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=new_args)
         return self.fix(original_node, updated_node, replacement, "`.cuda()` -> `.to(device)`")
+
+    def _moves_nothing(self, call: cst.Call) -> bool:
+        """``nn.NLLLoss().cuda()``, ``crit = nn.LogSoftmax(dim=1); crit.cuda()``: a module with no
+        parameter or buffer, so the call moves nothing and runs on every machine."""
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        built = func.value
+        if isinstance(built, cst.Name):
+            built = only_assigned_value(self.metadata, built)
+        return isinstance(built, cst.Call) and holds_no_tensors(self.metadata, built)
 
     def _names_a_device(self, arg: cst.Arg) -> bool:
         """``x.device``, or a name bound once to one / a parameter called ``*device``."""
@@ -210,6 +222,12 @@ class CudaCall(Rule):
             "cuda = True if torch.cuda.is_available() else False\nnet = torch.nn.Linear(2, 2)\nnet.to(device)\n",
         ),
         Invalid("import torch\nx = torch.ones(3).cuda(1)\n"),
+        # A module with no parameter or buffer moves nothing: not reported where the device is the
+        # user's (the weighted loss is).
+        Invalid("import argparse\nimport torch\nimport torch.nn as nn\n\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--device', default='cpu')\nargs = parser.parse_args()\n"
+                "crit = nn.NLLLoss()\ncrit.cuda()\nsoft = nn.LogSoftmax(dim=1).cuda()\n"
+                "weighted = nn.NLLLoss(torch.ones(3)).cuda()\n"),
         # a device taken from an input or a parameter: kept, spelled ``.to``
         Invalid("import torch\n\ndef shift(x, table, current_device):\n    where = x.device\n"
                 "    return x + table.cuda(where), table.cuda(current_device)\n",

@@ -36,18 +36,11 @@ from libcst.metadata import ParentNodeProvider
 from ..analysis.ast_walk import ast_nodes
 from ..analysis.candidates import FileFacts
 from ..analysis.names import dotted, keyword, last_part, qualified_names
-from ..analysis.roles import MODEL_FACTORY_PREFIXES, is_loss_constructor, is_torch_nn_class
+from ..analysis.roles import (MODEL_FACTORY_PREFIXES, PARAMETER_FREE, is_loss_constructor,
+                              is_torch_nn_class, layer_has_state)
 from ..analysis.tree import ancestors, code_of, walk
 from .base import Invalid, Rule, Valid
 
-# torch.nn classes without parameters or buffers (as usually built): harmless in forward.
-_PARAMETER_FREE = re.compile(
-    r"(ReLU6?|LeakyReLU|ELU|SELU|CELU|GELU|SiLU|Mish|Sigmoid|Tanh|Hardtanh|Hardsigmoid|Hardswish|"
-    r"Hardshrink|Softshrink|Tanhshrink|Softplus|Softsign|Softmax2?d?|LogSoftmax|Softmin|LogSigmoid|"
-    r"Threshold|RReLU|GLU|Flatten|Unflatten|Identity|\w*Dropout\w*|\w*Pool\dd|MaxUnpool\dd|"
-    r"Upsample\w*|PixelShuffle|PixelUnshuffle|ChannelShuffle|\w*Pad\dd|CosineSimilarity|"
-    r"PairwiseDistance|Fold|Unfold|Sequential|ModuleList|ModuleDict|Parameter|ParameterList|ParameterDict|Module)")
-_INSTANCE_NORM = re.compile(r"(Lazy)?InstanceNorm\dd")
 # The call graph from forward is followed at most this deep.
 _MAX_DEPTH = 10
 
@@ -70,7 +63,7 @@ class LayerInForward(Rule):
                 continue
             names = facts.qnames(call.func)
             layers = {n.rsplit(".", 1)[-1] for n in names if n.startswith("torch.nn.") and n.count(".") == 2}
-            if not (any(n[:1].isupper() and not _PARAMETER_FREE.fullmatch(n) for n in layers)
+            if not (any(n[:1].isupper() and not PARAMETER_FREE.fullmatch(n) for n in layers)
                     or any(n.startswith(MODEL_FACTORY_PREFIXES[:2]) for n in names)
                     or isinstance(call.func, ast.Name) and call.func.id in facts.model_classes):
                 continue
@@ -154,7 +147,7 @@ class LayerInForward(Rule):
             return False  # ``nn.Linear(4, 2)(x)``: the inner call is the construction
         nn_classes = is_torch_nn_class(self.metadata, call)
         if nn_classes:
-            return not is_loss_constructor(self.metadata, call) and _torch_layer_has_state(last_part(nn_classes), call)
+            return not is_loss_constructor(self.metadata, call) and layer_has_state(last_part(nn_classes), call)
         if isinstance(call.func, cst.Name) and call.func.value in self.facts.model_classes:
             klass = self.facts.classes.get(call.func.value)
             return klass is not None and self._class_builds_weights(klass, set())
@@ -174,7 +167,7 @@ class LayerInForward(Rule):
                 return True
             nn_classes = is_torch_nn_class(self.metadata, node)
             if nn_classes and not is_loss_constructor(self.metadata, node) \
-                    and _torch_layer_has_state(last_part(nn_classes), node):
+                    and layer_has_state(last_part(nn_classes), node):
                 return True
             if isinstance(node.func, cst.Name) and node.func.value not in seen \
                     and node.func.value in self.facts.model_classes:
@@ -245,16 +238,6 @@ class Mixer(nn.Module):
                 "class Net(nn.Module):\n    def head(self, x):\n        block = Block(x.shape[1])\n"
                 "        return block(x)\n\n    def forward(self, x):\n        return self.head(x)\n"),
     ]
-
-
-def _torch_layer_has_state(names: set[str], call: cst.Call) -> bool:
-    """``nn.Linear`` yes; ``nn.ReLU``, ``nn.Sequential`` no; ``nn.InstanceNorm2d`` only with
-    ``affine=True`` / ``track_running_stats=True``."""
-    if any(_PARAMETER_FREE.fullmatch(n) for n in names):
-        return False
-    if any(_INSTANCE_NORM.fullmatch(n) for n in names):
-        return any(keyword(call, k) is not None for k in ("affine", "track_running_stats"))
-    return True
 
 
 def _methods(klass: cst.ClassDef) -> dict[str, cst.FunctionDef]:

@@ -30,11 +30,13 @@ from libcst.metadata import ParentNodeProvider
 from ..analysis.candidates import FileFacts, dotted as ast_dotted, init_assignment, method_name
 from ..analysis.devices import construction_methods
 from ..analysis.modules import attribute_uses, class_family, init_attribute, nn_alias, only_binding
-from ..analysis.names import dotted
-from ..analysis.roles import builds_model
+from ..analysis.names import dotted, last_part
+from ..analysis.roles import builds_model, is_torch_nn_class
 from ..analysis.tree import ancestors
 from .base import Invalid, Rule, Valid
 
+# torch.nn containers that register the modules they are given.
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 # Methods each container offers beyond indexing, len(), iteration and ``in``.
 _MODULE_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "__getitem__", "__len__", "__iter__",
                                   "children", "modules", "parameters", "named_parameters", "named_children",
@@ -91,6 +93,8 @@ class ModuleContainer(Rule):
             return updated_node
         if self._read_only_while_built(place.klass, attribute):
             return updated_node  # a lookup table for __init__ (``self.backbone = self.nets[name]``)
+        if self._registered_through_container(place.klass, attribute):
+            return updated_node
         call = cst.Call(cst.parse_expression(f"{nn_alias(self.tree, self.torch_alias)}.{container}"),
                         [cst.Arg(updated_node.value)] if not _empty(original_node.value) else [])
         replacement = updated_node.with_changes(value=call)
@@ -137,6 +141,17 @@ class ModuleContainer(Rule):
                 return False
             read = True
         return read
+
+    def _registered_through_container(self, klass: cst.ClassDef, attribute: str) -> bool:
+        """``self.layer = nn.Sequential(*self.layer_list)`` / ``nn.ModuleList(self.layer_list)``:
+        the same modules are registered there, so ``model.to()`` already sees them, and a second
+        registration would add state_dict keys that old checkpoints lack."""
+        for use in attribute_uses(class_family(self.facts, klass), attribute):
+            arg = self.metadata_parent(use)
+            call = self.metadata_parent(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(call, cst.Call) and last_part(is_torch_nn_class(self.metadata, call)) & _CONTAINERS:
+                return True
+        return False
 
     def _filled_with_modules(self, klass: cst.ClassDef, attribute: str) -> bool:
         """``self.<attr> = []`` followed only by ``self.<attr>.append(<module>)``."""
@@ -189,6 +204,12 @@ class ModuleContainer(Rule):
               "    def forward(self, x):\n        return self.layers[self.layers.index(x)]\n"),
         Valid("import torch.nn as nn\n\nclass Holder:\n    def __init__(self):\n"
               "        self.layers = [nn.Linear(2, 2)]\n"),
+        # registered through a container built from the same list: model.to() already sees them
+        Valid("import torch.nn as nn\n\nclass Stack(nn.Module):\n    def __init__(self, n):\n"
+              "        super().__init__()\n        self.parts = [nn.Linear(4, 4) for _ in range(n)]\n"
+              "        self.body = nn.Sequential(*self.parts)\n        self.rows = [nn.Linear(4, 4), nn.Linear(4, 4)]\n"
+              "        self.table = nn.ModuleList(self.rows)\n\n    def reset(self):\n"
+              "        for part in self.parts:\n            part.reset_parameters()\n"),
     ]
     INVALID = [
         Invalid(

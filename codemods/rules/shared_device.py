@@ -88,7 +88,8 @@ class SharedDevice(Rule):
         first_use = min((body.index(s) for s in immediate), default=len(body))
         # After a torch import above the first use (see analysis/device_anchor.py; the fixes of
         # the other rules asked the same question before writing the name).
-        anchor = DevicePlaces(module, self.torch_alias).anchor(first_use)
+        places = DevicePlaces(module, self.torch_alias, self.state.source or None)
+        anchor = places.anchor(first_use)
         definitions = [d for d in self.device_definitions if d.name == name]
         if not definitions and bound_at_module_level(self.metadata, module, name):
             return  # the file's own variable of that name (``device = 0``): not ours to replace
@@ -99,8 +100,8 @@ class SharedDevice(Rule):
         if not definitions:
             if anchor is None:
                 where = body[first_use] if immediate else deferred[0]
-                self.report(where, f"`{name}` cannot be defined: no module-level `import torch` comes before "
-                                   "its first use; define it by hand")
+                self.report(where, f"`{name}` cannot be defined above its first use: {places.why_not()}; "
+                                   "define it by hand")
                 return
             statement = self._definition_statement(name)
             where = immediate[0] if immediate else deferred[0]
@@ -121,7 +122,7 @@ class SharedDevice(Rule):
         keep_index = body.index(top_level_statement(self.metadata, keep.statement))
         called = first_call_at_import(self.metadata, module, deferred)
         if called < min(first_use, keep_index):  # a function reading it runs above the definition
-            first_use, anchor = called, DevicePlaces(module, self.torch_alias).anchor(called)
+            first_use, anchor = called, places.anchor(called)
         if first_use < keep_index:
             if not movable(keep, module) or not pure(keep.assign.value, self.torch_alias) or anchor is None:
                 self.report(body[first_use], f"`{name}` is used before it is defined")

@@ -99,3 +99,7 @@ class LSUN(ImageFolder):
 
 
 CelebA = ImageFolder
+
+# Names timm's data package imports: shaped like their neighbours.
+KMNIST = QMNIST = MNIST
+ImageNet = ImageFolder

@@ -38,3 +38,11 @@ def save_image(tensor, fp, **kwargs) -> None:
     grid = make_grid(tensor, **{k: v for k, v in kwargs.items() if k != "format"})
     array = grid.mul(255).add_(0.5).clamp_(0, 255).permute(1, 2, 0).to("cpu", torch.uint8).numpy()
     Image.fromarray(array).save(fp)
+
+
+def __getattr__(name: str):
+    # What this stand-in lacks comes from the real torchvision where one is installed.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from . import real_attribute
+    return real_attribute("utils", name)

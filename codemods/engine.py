@@ -8,6 +8,7 @@ run is a no-op), re-parse the output, and only then hand it back.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 from collections import Counter
@@ -194,6 +195,31 @@ def parse(source: str) -> cst.Module:
         raise SourceError(f"cannot parse: {exc}") from exc
 
 
+_LINES_IN_MESSAGE = re.compile(r"\bline (\d+(?:, \d+)*)")
+
+
+def _placed_in(original: str, text: str, findings: list[Finding]) -> list[Finding]:
+    """``findings`` of a pass over ``text``, at their places in ``original`` (with the lines their
+    messages name): a report after a fix (the device definition added above it) must point at
+    the user's line. A place on a line a fix wrote keeps its number in ``text``."""
+    if text == original or not findings:
+        return list(findings)
+    origins = OriginMap(original, text)
+
+    def line(number: int) -> int:
+        found = origins.origin(number, 1)
+        return found[0] if found is not None else number
+
+    def renumbered(match: re.Match) -> str:
+        return "line " + ", ".join(str(line(int(n))) for n in match.group(1).split(", "))
+    placed = []
+    for finding in findings:
+        where = origins.origin(finding.line, finding.column) or (line(finding.line), finding.column)
+        placed.append(dataclasses.replace(finding, line=where[0], column=where[1],
+                                          message=_LINES_IN_MESSAGE.sub(renumbered, finding.message)))
+    return placed
+
+
 def _from_origin(allow: Allow, original: str, module: cst.Module) -> Allow:
     """``allow`` asked with positions in ``original`` while the rules read ``module``."""
     origins = OriginMap(original, module.code)
@@ -222,7 +248,9 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 candidates: list[type[Rule]] | None = None) -> tuple[cst.Module, list[Finding], str]:
     """The settled module, its findings and its text (``module.code``, known without a codegen).
 
-    ``candidates``: the rules that may act on ``source`` (``candidate_rules``), when known."""
+    Every finding is placed in ``source`` (the text the user has), also those a later pass found
+    in a rewritten text. ``candidates``: the rules that may act on ``source`` (``candidate_rules``),
+    when known."""
     all_chosen = list(rules)
     original, first_pass = source, True
     fixed: list[Finding] = []
@@ -242,8 +270,8 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
             # Most passes fix nothing: one walk for all rules, no rebuilt tree (see scan.py).
             wrapper = _wrap(module)
             if scan(wrapper, [r(context) for r in _fixers_first(kept)], state):
-                fixed.extend(f for f in state.findings if f.fixed)
-                return module, fixed + [f for f in state.findings if not f.fixed], source
+                found = _placed_in(original, source, state.findings)
+                return module, fixed + [f for f in found if f.fixed] + [f for f in found if not f.fixed], source
         # One rule at a time, in order, each on the tree the ones before it left.
         for rule_cls in _fixers_first([r for r in all_chosen if _triggered(r, source)]):
             if rule_cls.SAFETY == "report" and pass_changed:
@@ -271,9 +299,10 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                 if state.device_used:
                     kept += [r for r in all_chosen if r.CODE == SHARED_DEVICE_CODE]
             del result  # a rebuilt tree that changed nothing goes now, not after the next rule's visit
-        fixed.extend(f for f in state.findings if f.fixed)
+        found = _placed_in(original, source, state.findings)
+        fixed.extend(f for f in found if f.fixed)
         if not pass_changed:
-            return module, fixed + [f for f in state.findings if not f.fixed], source
+            return module, fixed + [f for f in found if not f.fixed], source
         source, first_pass = module.code, False
         if suppressions.by_line:  # line numbers moved: read the comments again
             suppressions = read_suppressions(source)

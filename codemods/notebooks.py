@@ -261,7 +261,7 @@ def transform_notebook(text: str, path: str = "<notebook>", config: Config | Non
     except SourceError as exc:
         cell, line = program_location(program.text, program.marker, exc.line)
         raise NotebookError(exc.message, cell, line, exc.column) from exc
-    findings = [_in_cell(f, result.output if not f.fixed else program.text, program.marker) for f in result.findings]
+    findings = [_in_cell(f, program.text, program.marker) for f in result.findings]  # (all placed in the cells as written)
     if not result.changed:
         return NotebookResult(text, text, findings=findings, skipped=result.skipped)
     originals = dict(cells)

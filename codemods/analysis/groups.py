@@ -31,9 +31,10 @@ from .loops import batch_plan, find_loader, packs_sequences
 from .pinned import pinned_to_cpu
 from .names import dotted, qualified_names
 from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_callee, is_model_callee, \
-    model_variables, wrapper_kind
+    holds_no_tensors, model_variables, wrapper_kind
 from .scopes import ClassFacts, only_assigned_value, only_binding, scope_bindings
 from .tensors import is_number, torch_data_function, uses_of_binding
+from .modules import builds_parts_when_run
 from .tree import ancestors, in_source_order, line_of, walk
 
 # Attributes of a dataset object that hold its whole storage as tensors.
@@ -57,6 +58,9 @@ _MOVES = frozenset({"to", "cuda", "to_empty"})
 # a model fed one directly stays with it.
 # Methods that add a sub-module after construction (``nn.Module.add_module``, ``nn.ModuleList.append``).
 _ADDS_PARTS = frozenset({"add_module", "register_module", "append", "extend", "insert"})
+# Tensor methods that compute with their tensor argument: it must be on the output's device.
+_COMBINING_METHODS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "add", "add_", "sub", "sub_", "mul", "mul_",
+                                "div", "div_", "matmul", "mm", "bmm", "dot", "pow", "maximum", "minimum", "equal"})
 # A part's tensors: writing into them changes no part.
 _TENSORS_OF_A_PART = frozenset({"data", "weight", "bias", "grad"})
 _CPU_DATA_LIBRARIES = ("torchvision.transforms", "torchvision.io", "torchaudio", "PIL", "transformers",
@@ -133,7 +137,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         call = node.value
         while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
             call = call.func.value  # ``Net().to(device)``
-        if builds_model(metadata, call, facts) or wrapper_kind(metadata, call):
+        if builds_model(metadata, call, facts) and not holds_no_tensors(metadata, call) \
+                or wrapper_kind(metadata, call):  # (``nn.Softmax(dim=0)`` runs on any device: no group)
             groups[node] = None  # type: ignore[assignment]
     finder.model_names = {s.targets[0].target.value for s in groups}  # type: ignore[attr-defined]
     for statement in groups:
@@ -141,7 +146,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         built = statement.value
         while isinstance(built.func, cst.Attribute) and isinstance(built.func.value, cst.Call):
             built = built.func.value
-        groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident
+        groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident or _moves_itself(facts, built)
         if pinned_to_cpu(metadata, statement.targets[0].target):  # ``model.to("cpu")  # on purpose``
             groups[statement].cpu_by_design, groups[statement].placed = True, False  # placed on the CPU
         for held in groups[statement].held_out:
@@ -152,6 +157,20 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable)
     _block_together(groups, _parts(metadata, groups))
     return groups
+
+
+def _moves_itself(facts: ClassFacts, built: cst.Call) -> bool:
+    """``Detector()`` of a class of the file whose ``__init__`` calls ``self.to(self.device)``: it
+    places itself (and, as facenet's MTCNN, its own inputs), where its ``device=`` says. Also a
+    class that builds its parts as it runs: where they land is its own business."""
+    klass = facts.classes.get(built.func.value) if isinstance(built.func, cst.Name) else None
+    if klass is not None and builds_parts_when_run(klass):
+        return True  # it gets its parts when it first runs: moving it before then moves nothing (CUT)
+    init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+                None) if klass is not None and isinstance(klass.body, cst.IndentedBlock) else None
+    return init is not None and any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("to", "cuda")
+        and isinstance(n.func.value, cst.Name) and n.func.value.value == "self" for n in walk(init))
 
 
 def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],
@@ -489,6 +508,10 @@ class _GroupFinder:
                 if parent.attr.value in _LEAVES or parent.attr.value == "numpy":
                     return
                 call = self.parents.get(parent)
+                if isinstance(call, cst.Call) and call.func is parent and parent.attr.value in _COMBINING_METHODS:
+                    for arg in call.args:  # ``pred.eq(y_test)``: the argument meets the output
+                        if arg.keyword is None and not arg.star:
+                            self._partner(arg.value, found)
                 current = call if isinstance(call, cst.Call) and call.func is parent else parent
             elif isinstance(parent, cst.Subscript) and parent.value is current:
                 current = parent

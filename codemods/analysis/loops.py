@@ -19,6 +19,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .names import dotted, keyword, method_call, qualified_names
 from .roles import factory_name, is_loader_constructor
+from .scopes import only_binding
 from .tree import walk
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
@@ -76,13 +77,31 @@ def find_loader(metadata: Mapping, iterable: cst.BaseExpression) -> Loader | Non
     """The loader a ``for`` loop iterates, or None when it is not (surely) a loader."""
     source, enumerated = loader_source(metadata, iterable)
     if isinstance(source, cst.Call) and is_loader_constructor(metadata, source):
-        return Loader("DataLoader(...)", source, enumerated)
+        return None if _collates_into_lists(metadata, source) else Loader("DataLoader(...)", source, enumerated)
     if not isinstance(source, cst.Name):
         return None
     found = _loader_name(metadata, source)
-    if found is None:
+    if found is None or isinstance(found, cst.Call) and _collates_into_lists(metadata, found):
         return None
     return Loader(source.value, found if isinstance(found, cst.Call) else None, enumerated)
+
+
+def _collates_into_lists(metadata: Mapping, loader: cst.Call) -> bool:
+    """``DataLoader(..., collate_fn=collate)`` with the file's ``collate`` returning lists
+    (``return [b[0] for b in batch], [b[1] for b in batch]``): the batch holds no tensor to move."""
+    arg = keyword(loader, "collate_fn")
+    function = only_binding(metadata, arg.value) if arg is not None and isinstance(arg.value, cst.Name) else None
+    if isinstance(function, cst.Name):
+        function = metadata[ParentNodeProvider].get(function)
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    returned = [n.value for n in walk(function.body) if isinstance(n, cst.Return) and n.value is not None]
+
+    def a_list(value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Tuple):
+            return all(isinstance(e, cst.Element) and a_list(e.value) for e in value.elements)
+        return isinstance(value, (cst.List, cst.ListComp))
+    return bool(returned) and all(a_list(v) for v in returned)
 
 
 def _loader_name(metadata: Mapping, name: cst.Name) -> cst.Call | bool | None:

@@ -198,3 +198,21 @@ def only_binding(facts: ClassFacts, klass: cst.ClassDef, attribute: str) -> bool
     family = class_family(facts, klass)
     return (len(attribute_assignments(family, attribute)) == 1
             and attribute not in registered_names(family) | class_level_names(family))
+
+
+def registers_on_self(call: cst.Call) -> bool:
+    """``setattr(self, name, m)``, ``self.add_module(name, m)``, ``self.register_module(name, m)``."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "setattr":
+        return len(call.args) == 3 and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "self"
+    return isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module") \
+        and isinstance(func.value, cst.Name) and func.value.value == "self" and len(call.args) == 2
+
+
+def builds_parts_when_run(klass: cst.ClassDef) -> bool:
+    """A method other than ``__init__`` registers sub-modules (``setattr(self, "mlp_0", mlp)``):
+    the model gets parts when it first runs, so a ``.to(device)`` before that misses them."""
+    body = klass.body.body if isinstance(klass.body, cst.IndentedBlock) else ()
+    return any(isinstance(node, cst.Call) and registers_on_self(node)
+               for method in body if isinstance(method, cst.FunctionDef) and method.name.value != "__init__"
+               for node in walk(method))

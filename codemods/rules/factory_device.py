@@ -341,13 +341,26 @@ class FactoryDevice(Rule):
             while isinstance(parents.get(current), cst.Subscript) and parents.get(current).value is current:
                 current = chain_top(self.metadata, parents.get(current))
             operation = parents.get(current)
-            if not isinstance(operation, cst.BinaryOperation):
+            if isinstance(operation, cst.BinaryOperation):
+                others = [operation.right if operation.left is current else operation.left]
+            elif isinstance(operation, cst.Arg) and isinstance(parents.get(operation), cst.Call):
+                # ``criterion(Y_pred, Y)`` with ``Y`` kept on the CPU (read with ``Y.item()``)
+                others = [a.value for a in parents.get(operation).args if a is not operation]
+            else:
                 continue
-            other = operation.right if operation.left is current else operation.left
-            root = self._host_root(other)
-            if root is not None and not self._host_tensor_moves(root):
-                return True
+            for other in others:
+                root = self._host_root(other)
+                if root is not None and not self._host_tensor_moves(root) or self._factory_kept_on_cpu(other):
+                    return True
         return False
+
+    def _factory_kept_on_cpu(self, expr: cst.BaseExpression) -> bool:
+        """``Y`` bound once to ``torch.tensor([0])`` that this rule leaves on the CPU because it is
+        read as a Python value or by NumPy (``flows_only_to_cpu``)."""
+        value = only_assigned_value(self.metadata, expr) if isinstance(expr, cst.Name) else None
+        return isinstance(value, cst.Call) and keyword(value, "device") is None \
+            and bool(qualified_names(self.metadata, value.func) & tensor_factories()) \
+            and flows_only_to_cpu(self.metadata, value)
 
     def _beside_cpu_tensors(self, call: cst.Call) -> bool:
         """Its scope computes with a CPU tensor that devmod leaves where it is (a legacy
@@ -359,7 +372,8 @@ class FactoryDevice(Rule):
             makers: dict[int, list[cst.Call]] = {}  # one walk per tree: the CPU tensors of each scope
             for node in walk(self.tree):
                 if isinstance(node, cst.Call) and (self._host_tensor_maker(node) or samples_a_distribution(node)
-                                                   or self._drawn_from_a_generator(node)):
+                                                   or self._drawn_from_a_generator(node)
+                                                   or self._brought_to_host(node)):
                     makers.setdefault(id(scopes.get(node)), []).append(node)
             self.state.cpu_scopes = (self.tree, makers, {})
         _, makers, known = self.state.cpu_scopes
@@ -367,6 +381,18 @@ class FactoryDevice(Rule):
         if key not in known:
             known[key] = any(self._unmoved_and_computed_with(node) for node in makers.get(key, ()))
         return known[key]
+
+    def _brought_to_host(self, call: cst.Call) -> bool:
+        """``dist = model(x).data.cpu()``: the author computes on the CPU from here on (RL-Adventure's
+        ``dist * support``); a tensor that leaves for NumPy or Python (``.cpu().numpy()``) does not count."""
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "cpu" and not call.args):
+            return False
+        node = chain_top(self.metadata, call)
+        while node is not call and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in ("numpy", "item", "tolist"):
+                return False
+            node = node.func.value
+        return True
 
     def _drawn_from_a_generator(self, call: cst.Call) -> bool:
         """``torch.randn(27, 27, generator=g)``: drawn on the generator's device (a CPU

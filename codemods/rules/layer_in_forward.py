@@ -35,6 +35,7 @@ from libcst.metadata import ParentNodeProvider
 
 from ..analysis.ast_walk import ast_nodes
 from ..analysis.candidates import FileFacts
+from ..analysis.modules import registers_on_self
 from ..analysis.names import dotted, keyword, last_part, qualified_names
 from ..analysis.roles import (MODEL_FACTORY_PREFIXES, PARAMETER_FREE, is_loss_constructor,
                               is_torch_nn_class, layer_has_state)
@@ -89,7 +90,8 @@ class LayerInForward(Rule):
         function, klass = method
         if function.name.value not in self._runtime_methods(klass):
             return
-        if not self._builds_weights(node) or self._lazy_init(node, function) or self._placed_and_cached(node):
+        if not self._builds_weights(node) or self._lazy_init(node, function) \
+                or self._registered_on_self(node, function, klass) or self._placed_and_cached(node):
             return
         name = code_of(node.func)
         self.report(node, f"`{name}(...)` is built inside `{function.name.value}()`: its weights are created on "
@@ -175,6 +177,30 @@ class LayerInForward(Rule):
                 if other is not None and self._class_builds_weights(other, seen):
                     return True
         return False
+
+    def _registered_on_self(self, call: cst.Call, function: cst.FunctionDef, klass: cst.ClassDef) -> bool:
+        """``mlp = nn.Sequential(nn.Linear(...))`` then ``setattr(self, name, mlp)`` (or
+        ``self.add_module(name, mlp)``) in the same method, or a class whose run-time methods
+        register what they build (``self.add_module(key, self.mlps[key])`` in ``forward``): kept
+        as sub-modules, moved and trained with the model (CUT's lazily built MLP heads)."""
+        methods = _methods(klass)
+        if any(isinstance(node, cst.Call) and registers_on_self(node)
+               for name in self._runtime_methods(klass) if name in methods for node in walk(methods[name])):
+            return True
+        held: set[str] = set()
+        for parent in ancestors(self.metadata, call):
+            if isinstance(parent, cst.Assign):
+                held = {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
+                break
+            if isinstance(parent, cst.Arg):
+                registering = self.metadata[ParentNodeProvider].get(parent)
+                if isinstance(registering, cst.Call) and registers_on_self(registering):
+                    return True
+            if isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement)):
+                break
+        return bool(held) and any(
+            isinstance(node, cst.Call) and registers_on_self(node) and isinstance(node.args[-1].value, cst.Name)
+            and node.args[-1].value.value in held for node in walk(function))
 
     def _lazy_init(self, call: cst.Call, function: cst.FunctionDef) -> bool:
         """``if self.fc is None: self.fc = nn.Linear(...)``: built once, kept as a sub-module."""

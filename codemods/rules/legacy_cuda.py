@@ -391,6 +391,8 @@ class LegacyCuda(Rule):
         args = positional(original)
         extra = [a for a in original.args if a.keyword is not None and a.keyword.value not in
                  ("requires_grad", "volatile")]
+        if original.args and all(a.star for a in original.args):
+            return updated  # ``Variable(*args, **kwargs)`` in a pass-through wrapper: whatever it gets, as is
         if len(args) != 1 or args[0].star or extra or len(original.args) - len(args) > 2:
             self.report(original, "`Variable(...)` with these arguments is not rewritten; a tensor is used as is "
                                   "since PyTorch 0.4")

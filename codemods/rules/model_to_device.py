@@ -43,8 +43,9 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ..analysis.candidates import FileFacts, chain, may_build_model
 from ..analysis.groups import gets_parts_later
 from ..analysis.guards import sets_default_device
-from ..analysis.names import keyword, method_call, positional
-from ..analysis.roles import builds_model, loss_weight_argument, model_variables, places_itself, wrapper_kind
+from ..analysis.names import keyword, method_call, positional, qualified_names
+from ..analysis.roles import (builds_model, holds_no_tensors, loss_weight_argument, model_variables, places_itself,
+                              wrapper_kind)
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tensors import uses_of_binding
 from ..analysis.tree import ancestors, to_call, walk
@@ -248,6 +249,8 @@ class ModelToDevice(Rule):
         return False
 
     def _model_needs_move(self, assign, call: cst.Call, name: str) -> bool:
+        if holds_no_tensors(self.metadata, call):
+            return False  # ``nn.Softmax(dim=0)``: nothing to move
         if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign) \
                 or self._never_runs(assign):
             return False
@@ -278,8 +281,15 @@ class ModelToDevice(Rule):
             return False
         parents = self.metadata[ParentNodeProvider]
         uses = uses_of_binding(self.metadata, target)
+
+        def saved(use: cst.Name) -> bool:  # ``torch.save(model, path)``, ``print(model)``
+            arg = parents.get(use)
+            call = parents.get(arg) if isinstance(arg, cst.Arg) and arg.value is use else None
+            return isinstance(call, cst.Call) and (
+                "torch.save" in qualified_names(self.metadata, call.func)
+                or isinstance(call.func, cst.Name) and call.func.value == "print")
         return bool(uses) and all(
-            isinstance(attribute := parents.get(use), cst.Attribute) and attribute.value is use
+            saved(use) or isinstance(attribute := parents.get(use), cst.Attribute) and attribute.value is use
             and attribute.attr.value in ("state_dict", "load_state_dict")
             and isinstance(call := parents.get(attribute), cst.Call) and call.func is attribute
             for use in uses)

@@ -243,6 +243,9 @@ class NumpyCpu(Rule):
             return False
         node = receiver
         while True:
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in ("numpy", "tolist", "item"):
+                return False  # ``model(x).detach().numpy()`` left torch: a NumPy array or a number
             if is_surely_tensor(self.metadata, node):
                 return True
             if isinstance(node, cst.Call) and self._torch_function(node):

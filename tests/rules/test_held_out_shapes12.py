@@ -1,0 +1,249 @@
+"""Shapes found by the twelfth held-out trial (RL-Adventure, CUT, a PyTorch tutorial collection,
+facenet-pytorch; docs/real-repos.md "Twelfth run"). Each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+from all_rules_support import rewrite as run
+
+
+def test_factories_beside_a_tensor_brought_to_the_cpu_stay_there():
+    # RL-Adventure categorical DQN: ``dist = self(x).data.cpu()`` then ``dist * torch.linspace(...)``;
+    # the linspace got the model's device and every act() failed on a GPU.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+
+            def act(self, x):
+                dist = self.fc(x).data.cpu()
+                dist = dist * torch.linspace(0, 1, 3)
+                return dist.sum(1)
+
+
+        def project(model, x):
+            d = model.fc(x).data.cpu() * torch.linspace(-1, 1, 3)
+            out = torch.zeros(d.size())
+            out.view(-1).index_add_(0, torch.arange(d.numel()), d.view(-1))
+            return out
+
+
+        net = Net().cuda()
+        print(net.act(torch.ones(1, 4).cuda()), project(net, torch.ones(2, 4).cuda()))
+    """)
+    out = result.output
+    assert "torch.linspace(0, 1, 3)\n" in out and "torch.linspace(-1, 1, 3)\n" in out
+    assert "torch.zeros(d.size())\n" in out and "torch.arange(d.numel())," in out
+
+
+def test_a_numpy_result_is_plotted_as_it_is():
+    # A tutorial's ``predicted = model(X).detach().numpy()`` then ``plt.plot(x, predicted)``:
+    # DM303 wrote ``predicted.cpu()`` on a NumPy array (AttributeError on every machine).
+    source, result = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        import matplotlib.pyplot as plt
+
+        xs = np.random.rand(20, 1).astype(np.float32)
+        X = torch.from_numpy(xs)
+        model = nn.Linear(1, 1)
+        predicted = model(X).detach().numpy()
+        plt.plot(xs, predicted, 'b')
+    """)
+    assert "plt.plot(xs, predicted, 'b')" in result.output
+
+
+def test_a_target_compared_with_the_output_by_a_method_moves_with_it():
+    # ``pred.eq(y_test)``: the model and its input moved, the target did not.
+    source, result = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        a = np.random.rand(8, 3).astype(np.float32)
+        b = (np.random.rand(8) > 0.5).astype(np.float32)
+        X_test = torch.from_numpy(a)
+        y_test = torch.from_numpy(b)
+        y_test = y_test.view(y_test.shape[0], 1)
+        model = nn.Linear(3, 1)
+        with torch.no_grad():
+            pred = torch.sigmoid(model(X_test)).round()
+            print(pred.eq(y_test).sum().item())
+    """)
+    out = result.output
+    target_line = next(line for line in out.splitlines() if line.startswith("y_test = y_test"))
+    moved = ("X_test = torch.from_numpy(a).to(device)" in out, target_line.endswith(".to(device)"))
+    assert moved in ((True, True), (False, False)), out
+
+
+def test_a_loss_target_kept_on_the_cpu_keeps_its_partner_there():
+    # ``loss(Y_pred, Y)`` and ``Y.item()``: Y stays on the CPU (read as a number), so Y_pred must too.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+        loss = nn.CrossEntropyLoss()
+        Y = torch.tensor([0])
+        Y_pred = torch.tensor([[2.0, 1.0, 0.1]])
+        print(loss(Y_pred, Y).item())
+        print(Y.item())
+    """)
+    assert result.output == source
+
+
+def test_a_loader_that_collates_into_lists_is_not_moved():
+    # facenet perf test: ``collate_fn`` returns lists of images; ``x = x.to(device)`` fails on a list.
+    source, result = run("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def collate_list(batch):
+            return [b[0] for b in batch], [b[1] for b in batch]
+
+
+        class Detector:
+            def __init__(self, device):
+                self.device = device
+
+            def __call__(self, imgs):
+                return [torch.as_tensor(i, device=self.device).sum() for i in imgs]
+
+
+        def main():
+            device = 'cuda' if torch.cuda.is_available() else 'cpu'
+            det = Detector(device=device)
+            data = [(torch.rand(3, 4, 4), 0) for _ in range(4)]
+            out = []
+            for x, _ in DataLoader(data, batch_size=2, collate_fn=collate_list):
+                out.extend(det(x))
+            print(len(out))
+
+
+        if __name__ == '__main__':
+            main()
+    """)
+    assert result.output == source
+
+
+def test_a_module_without_tensors_is_no_group():
+    # ``sm = nn.Softmax(dim=0); sm(x)`` and ``F.leaky_relu(x)``: DM202 reported it (5 false reports).
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        x = torch.tensor([-1.0, 1.0, 2.0])
+        sm = nn.Softmax(dim=0)
+        print(sm(x))
+        print(F.leaky_relu(x))
+    """)
+    assert not [f for f in result.findings if not f.fixed]
+    assert "nn.Softmax(dim=0)\n" in result.output
+
+
+def test_a_model_that_places_itself_is_neither_moved_nor_reported():
+    # facenet MTCNN-style: ``self.to(self.device)`` in __init__ with a CPU default; its input is a
+    # PIL image that it converts itself. DM202 reported the group (3 false reports).
+    source, result = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        from PIL import Image
+
+
+        class Detector(nn.Module):
+            def __init__(self, device=None):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 1, 3)
+                self.device = torch.device('cpu') if device is None else device
+                self.to(self.device)
+
+            def detect(self, img):
+                x = torch.as_tensor(np.asarray(img), device=self.device, dtype=torch.float32)
+                return self.conv(x.permute(2, 0, 1)[None]).amax().item()
+
+
+        det = Detector()
+        print(det.detect(Image.new('RGB', (16, 16))))
+    """)
+    assert result.output == source
+    assert not [f for f in result.findings if not f.fixed]
+
+
+def test_a_model_that_is_only_saved_stays_on_the_cpu():
+    # ``torch.save(model, FILE)`` of a model that never runs: moving it saved CUDA tensors.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(6, 1)
+        torch.save(model, "model.pth")
+        print(model)
+    """)
+    assert "nn.Linear(6, 1)\n" in result.output
+
+
+def test_a_model_that_builds_its_parts_when_it_first_runs():
+    # CUT's PatchSampleF: ``setattr(self, "mlp_%d" % i, mlp)`` in a method forward calls once.
+    # DM401 reported it, and moving the model before its first run left the new parts on the CPU.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.built = False
+
+            def create_mlp(self, feats):
+                for i, f in enumerate(feats):
+                    mlp = nn.Sequential(nn.Linear(f.shape[1], 4), nn.ReLU())
+                    setattr(self, "mlp_%d" % i, mlp)
+                self.built = True
+
+            def forward(self, feats):
+                if not self.built:
+                    self.create_mlp(feats)
+                return [getattr(self, "mlp_%d" % i)(f) for i, f in enumerate(feats)]
+
+
+        h = Head()
+        print([o.shape for o in h([torch.randn(2, 3)])])
+    """)
+    assert result.output == source
+    assert not [f for f in result.findings if not f.fixed]
+
+
+def test_a_pass_through_variable_wrapper_is_not_reported():
+    # RL-Adventure: ``Variable = lambda *args, **kwargs: autograd.Variable(*args, **kwargs).cuda() if
+    # USE_CUDA else autograd.Variable(*args, **kwargs)``: 18 DM304 reports of correct code.
+    source, result = run("""\
+        import torch
+        import torch.autograd as autograd
+
+        USE_CUDA = torch.cuda.is_available()
+        Variable = lambda *args, **kwargs: autograd.Variable(*args, **kwargs).cuda() if USE_CUDA else autograd.Variable(*args, **kwargs)
+
+        print(Variable(torch.ones(2)) + 1)
+    """)
+    assert not [f for f in result.findings if not f.fixed]
+
+
+def test_a_report_after_a_fix_points_at_the_users_line():
+    # RL-Adventure: reports were placed in the rewritten text (two lines lower, below the added
+    # device definition), so --check and --diff named a line the user's file does not have.
+    source, result = run("""\
+        import torch
+        m = torch.nn.Linear(2, 2).cuda()
+        x = torch.ones(3).cuda(1)
+    """)
+    [report] = [f for f in result.findings if not f.fixed]
+    assert (report.line, report.column) == (3, 5)
+    assert source.splitlines()[report.line - 1].startswith("x = torch.ones(3).cuda(1)")

@@ -358,19 +358,22 @@ def git_commit(path: Path) -> str:
 
 
 def trial_repo(src: Path, devmod_src: Path, cfg: dict[str, Any], jobs: int, timeout: int,
-               log) -> RepoResult:
+               log, rewritten: Path | None = None) -> RepoResult:
+    """``rewritten``: a copy of ``src`` that ``devmod apply`` already rewrote (on a machine with
+    devmod's dependencies) to use as the after copy, instead of rewriting here."""
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix=f"trial-{src.name}-"))
     try:
         roots = {v: tmp / v / src.name for v in VERSIONS}
         for v in VERSIONS:
             roots[v].parent.mkdir(parents=True)
-            copy_repo(src, roots[v])
+            copy_repo(rewritten if v == "after" and rewritten is not None else src, roots[v])
         extra = [str(roots["before"] / p) for p in cfg.get("pythonpath", [])]
         envs = {v: base_env(devmod_src, [str(roots[v] / p) for p in cfg.get("pythonpath", [])],
                             cfg.get("env", {}), tmp) for v in VERSIONS}
         del extra
-        report = apply_devmod(roots["after"], envs["after"])
+        report = apply_devmod(roots["after"], envs["after"]) if rewritten is None else \
+            {"exit": 0, "summary": f"rewritten elsewhere ({rewritten})", "files": [], "stderr_tail": ""}
         diff, hunks = repo_diff(roots["before"], roots["after"])
         log(f"{src.name}: {report['summary']}")
         for v in VERSIONS:
@@ -500,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verdicts", type=Path, help="a reviewer's hunk verdicts (JSON) to count")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="runs at the same time (default 2)")
     ap.add_argument("--timeout", type=int, default=45, help="seconds per script run (default 45)")
+    ap.add_argument("--rewritten", type=Path, metavar="DIR",
+                    help="DIR/<repository name> is that repository already rewritten by devmod apply elsewhere: "
+                         "use it as the after copy (for a GPU machine without devmod's dependencies)")
     ap.add_argument("--modes", default="cpu,sim",
                     help="how each case runs, comma-separated: cpu (no GPU visible), sim (devmod verify "
                          "--simulate), gpu (plain, on a machine with a real GPU); default cpu,sim")
@@ -531,7 +537,10 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"{repo}: not a folder")
         cfg = config.get("repo", {}).get(repo.name, {})
         log(f"== {repo.name}")
-        res = trial_repo(repo.resolve(), args.devmod_src.resolve(), cfg, args.jobs, args.timeout, log)
+        rewritten = (args.rewritten / repo.name).resolve() if args.rewritten else None
+        if rewritten is not None and not rewritten.is_dir():
+            ap.error(f"--rewritten: no {rewritten}")
+        res = trial_repo(repo.resolve(), args.devmod_src.resolve(), cfg, args.jobs, args.timeout, log, rewritten)
         c = compare(res)
         log(f"{repo.name}: {c['cases']} cases, made worse {len(c['worse'])}, made better {len(c['better'])}, "
             f"{res.seconds} s")

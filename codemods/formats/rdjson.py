@@ -14,7 +14,7 @@ import re
 from typing import Iterable
 
 from ..driver import FileReport
-from ..review.suggestions import RULES_DOC_URL, LineFix, line_fixes, output_line_map, rule_error, rule_link, \
+from ..review.suggestions import RULES_DOC_URL, LineFix, line_fixes, rule_error, rule_link, \
     why_sentence
 from ..source_file import decode_source
 
@@ -38,9 +38,7 @@ def rdjson_document(reports: Iterable[FileReport], docs_url: str = RULES_DOC_URL
             after = apply_unified_diff(before, report.diff)
             for fix in line_fixes(report.path, before, after, report.findings):
                 diagnostics.append(_fix_diagnostic(fix, docs_url))
-        to_source = output_line_map(before, after) if before is not None else (lambda line: line)
-        for finding in report.open_findings:
-            finding = dataclasses.replace(finding, line=to_source(finding.line) if finding.line else 0)
+        for finding in report.open_findings:  # (placed at the user's lines by the engine)
             diagnostics.append(_finding_diagnostic(report.path, finding, docs_url))
     return {"source": SOURCE, "severity": "WARNING", "diagnostics": diagnostics}
 

@@ -9,6 +9,7 @@ open PR instead of opening another.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from ..discovery import Exclude, iter_python_files
 from ..driver import FileReport
 from ..engine import SourceError, transform_source
 from ..source_file import decode_source
-from .suggestions import rule_link
+from .suggestions import line_in_output, rule_link
 
 BRANCH = "devmod/fixes"
 TITLE = "devmod: put every tensor, model and batch on one shared device"
@@ -51,7 +52,11 @@ def sweep(repo: str, paths: list[str], config: Config, excludes: list[Exclude]) 
             else:
                 text = decode_source(data)
                 out = transform_source(text.text, rel, config)
-                report.findings, new = out.findings, text.encode(out.output)
+                # the pull request shows the rewritten file: its open findings at their lines there
+                to_output = line_in_output(out.source, out.output)
+                report.findings = [dataclasses.replace(f, line=to_output(f.line)) if not f.fixed and f.line else f
+                                   for f in out.findings]
+                new = text.encode(out.output)
         except SourceError as exc:
             report.error = f"{exc.line}:{exc.column}: {exc.message}"
             continue

@@ -15,7 +15,7 @@ import dataclasses
 from ..config import Config
 from ..driver import FileReport
 from .payload import FileResult
-from .suggestions import line_fixes, output_line_map
+from .suggestions import line_fixes
 
 SUFFIX = ".ipynb"
 
@@ -50,15 +50,13 @@ def review_notebook(path: str, data: bytes, config: Config) -> tuple[FileResult,
         cell = getattr(finding, "cell", None)
         return dataclasses.replace(finding, line=file_line(notebook_text, cell, finding.line)) if cell else finding
 
-    # Fixed findings point into the notebook as it was; the others into the rewritten one.
+    # Every finding points into the notebook as it was (the engine places them in its cells).
     result.fixes = line_fixes(path, text, out.output, [in_file(f, text) for f in out.findings if f.fixed])
-    to_source = output_line_map(text, out.output)
     file_lines = text.splitlines()
     for finding in out.findings:
         if finding.fixed:
             continue
-        moved = in_file(finding, out.output)
-        moved = dataclasses.replace(moved, line=to_source(moved.line))
+        moved = in_file(finding, text)
         line_text = file_lines[moved.line - 1] if 0 < moved.line <= len(file_lines) else ""
         result.findings.append((moved, line_text))
     return result, report

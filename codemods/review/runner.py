@@ -9,7 +9,6 @@ printed so the run's log still holds it.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import os
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from ..engine import SourceError, transform_source
 from ..source_file import decode_source
 from .gitdiff import changed_files, diff_lines, read_at, resolve
 from .payload import FileResult, Plan, plan_review, review_request
-from .suggestions import RULES_DOC_URL, line_fixes, output_line_map
+from .suggestions import RULES_DOC_URL, line_fixes
 
 # How each kind of file is reviewed, by suffix: Python files, and notebooks when devmod reads them.
 Reviewer = Callable[[str, bytes, Config], tuple[FileResult, FileReport]]
@@ -48,10 +47,8 @@ def review_python(path: str, data: bytes, config: Config) -> tuple[FileResult, F
     report.findings, report.changed = out.findings, out.changed
     result.fixes = line_fixes(path, out.source, out.output, out.findings)
     source_lines = out.source.splitlines()
-    to_source = output_line_map(out.source, out.output)
-    for finding in out.open_findings:  # reported from the engine's last pass: lines of the rewrite
-        line = to_source(finding.line) if finding.line else 0
-        finding = dataclasses.replace(finding, line=line)
+    for finding in out.open_findings:  # at their lines in the pull request's head (the engine places them)
+        line = finding.line
         line_text = source_lines[line - 1] if 0 < line <= len(source_lines) else ""
         result.findings.append((finding, line_text))
     return result, report

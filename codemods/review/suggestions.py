@@ -125,23 +125,18 @@ def line_fixes(path: str, before: str, after: str, findings: Sequence[Finding]) 
     return fixes
 
 
-def output_line_map(before: str, after: str):
-    """Map a line of the rewritten text to the original line it came from.
-
-    The engine reports unfixed findings from its last pass, in the rewritten text's lines;
-    the pull request's head has the original lines. A line inside a changed run maps to the
-    start of the run it replaced.
-    """
-    old_lines, new_lines = before.splitlines(), after.splitlines()
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+def line_in_output(before: str, after: str):
+    """Map a line of ``before`` to its line in the rewrite ``after`` (a line inside a replaced
+    run maps to the start of its replacement). The fix pull request shows the rewritten file."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
     opcodes = matcher.get_opcodes()
 
-    def to_source(line: int) -> int:
-        for tag, i1, i2, j1, j2 in opcodes:
-            if j1 < line <= j2 or (j1 == j2 and line == j1 + 1):
-                return i1 + (line - j1) if tag == "equal" else i1 + 1
+    def to_output(line: int) -> int:
+        for tag, i1, i2, j1, _ in opcodes:
+            if i1 < line <= i2:
+                return j1 + (line - i1) if tag == "equal" else j1 + 1
         return line
-    return to_source
+    return to_output
 
 
 def _defines_device(new: list[str], old: list[str]) -> bool:

@@ -261,15 +261,21 @@ def readme_items(root: str, rel: str, results: Results, config: dict) -> None:
 
 
 def notebook_code(path: str) -> str:
-    """A notebook's code cells as one script; IPython magics and shell lines are left out."""
-    import nbformat
-
-    nb = nbformat.read(path, as_version=4)
+    """A notebook's code cells as one script; IPython magics and shell lines are left out.
+    Without nbformat (a GPU machine with only torch), a version-4 notebook is read as JSON."""
+    try:
+        import nbformat
+    except ImportError:
+        with open(path, encoding="utf-8") as handle:
+            cells = [(c.get("cell_type"), c.get("source", "")) for c in json.load(handle).get("cells", [])]
+    else:
+        cells = [(c.cell_type, c.source) for c in nbformat.read(path, as_version=4).cells]
     chunks = []
-    for n, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
+    for n, (kind, source) in enumerate(cells):
+        if kind != "code":
             continue
-        chunks.append(f"# cell {n}\n" + "\n".join(_without_magics(cell.source.splitlines())))
+        source = source if isinstance(source, str) else "".join(source)
+        chunks.append(f"# cell {n}\n" + "\n".join(_without_magics(source.splitlines())))
     return "\n\n".join(chunks) + "\n"
 
 

@@ -47,7 +47,7 @@ from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_param
 from ..analysis.names import dotted, keyword, keyword_arg, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, to_call, walk
 from ..analysis.guards import sets_default_device
-from ..analysis.scopes import ScopeKind, only_assigned_value, only_binding, scope_bindings
+from ..analysis.scopes import ScopeKind, assigned_value, only_assigned_value, only_binding, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes, dominating_binding_above, samples_a_distribution
 from ..analysis.loops import packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
@@ -357,7 +357,11 @@ class FactoryDevice(Rule):
     def _factory_kept_on_cpu(self, expr: cst.BaseExpression) -> bool:
         """``Y`` bound once to ``torch.tensor([0])`` that this rule leaves on the CPU because it is
         read as a Python value or by NumPy (``flows_only_to_cpu``)."""
-        value = only_assigned_value(self.metadata, expr) if isinstance(expr, cst.Name) else None
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(expr), expr.value)
+        reaching = dominating_binding_above(self.metadata, expr, [b.node for b in bindings if isinstance(b.node, cst.Name)])
+        value = assigned_value(self.metadata, reaching) if reaching is not None else None  # (``Y`` rebound later)
         return isinstance(value, cst.Call) and keyword(value, "device") is None \
             and bool(qualified_names(self.metadata, value.func) & tensor_factories()) \
             and flows_only_to_cpu(self.metadata, value)

@@ -247,3 +247,22 @@ def test_a_report_after_a_fix_points_at_the_users_line():
     [report] = [f for f in result.findings if not f.fixed]
     assert (report.line, report.column) == (3, 5)
     assert source.splitlines()[report.line - 1].startswith("x = torch.ones(3).cuda(1)")
+
+
+def test_a_loss_target_kept_on_the_cpu_and_rebound_later_keeps_its_partner_there():
+    # The tutorial binds ``Y`` again further down; the real-GPU rerun caught the first ``Y``
+    # left on the CPU while its prediction moved ("target is on cpu").
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+        loss = nn.CrossEntropyLoss()
+        Y = torch.tensor([0])
+        Y_pred = torch.tensor([[2.0, 1.0, 0.1]])
+        print(loss(Y_pred, Y).item(), Y.item())
+        Y = torch.tensor([2, 0, 1])
+        Y_pred = torch.tensor([[0.1, 1.0, 2.1], [2.0, 1.0, 0.1], [0.1, 3.0, 0.1]])
+        print(loss(Y_pred, Y).item())
+    """)
+    out = result.output
+    assert "Y_pred = torch.tensor([[2.0, 1.0, 0.1]])\n" in out

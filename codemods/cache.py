@@ -130,6 +130,11 @@ class Cache:
             return None
         return seen[2] if (stat.st_size, stat.st_mtime_ns) == seen[:2] else None
 
+    def likely_cold(self, paths: list[str]) -> bool:
+        """Are most of ``paths`` unknown to this cache (a first run)? Only asked, never trusted."""
+        known = sum(1 for path in paths if os.path.abspath(path) in self._index)
+        return known * 2 < len(paths)
+
     # -- entries ---------------------------------------------------------------------------
     def get(self, key: str) -> Outcome | None:
         outcome = self._load(self._entry_path(key))

@@ -204,7 +204,16 @@ def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | 
             # holds ~60 MiB on a repository of 2,000 files.
             pool = stack.enter_context(ProcessPoolExecutor(max_workers=_jobs(jobs), **pool_options()))
             pool.submit(int).result()  # (fork starts all the workers at the first task)
+            if cache is None or cache.likely_cold(paths):
+                # The workers load the engine (libcst) while this process builds the project index;
+                # not on a warm run, where they may have nothing to do.
+                for _ in range(_jobs(jobs)):
+                    pool.submit(_load_engine)
         yield from _process(paths, config, mode, jobs, cache, executor or pool, isolate=pool is not None)
+
+
+def _load_engine() -> None:
+    from . import engine  # noqa: F401  (in a worker: its first file then starts at once)
 
 
 def _jobs(jobs: int | None) -> int:

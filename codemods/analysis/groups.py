@@ -58,6 +58,8 @@ _MOVES = frozenset({"to", "cuda", "to_empty"})
 # a model fed one directly stays with it.
 # Methods that add a sub-module after construction (``nn.Module.add_module``, ``nn.ModuleList.append``).
 _ADDS_PARTS = frozenset({"add_module", "register_module", "append", "extend", "insert"})
+# Module methods that return the module itself, so a move can follow them in one chain.
+_CHAINED = frozenset({"eval", "train", "float", "double", "half", "bfloat16", "requires_grad_", "share_memory"})
 # Tensor methods that compute with their tensor argument: it must be on the output's device.
 _COMBINING_METHODS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "add", "add_", "sub", "sub_", "mul", "mul_",
                                 "div", "div_", "matmul", "mm", "bmm", "dot", "pow", "maximum", "minimum", "equal"})
@@ -157,6 +159,16 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable)
     _block_together(groups, _parts(metadata, groups))
     return groups
+
+
+def moved_by_chain(parents: Mapping, use: cst.CSTNode) -> bool:
+    """``model.to(device)``, also after methods that return the model (``model.eval().to(device)``)."""
+    node, parent = use, parents.get(use)
+    while isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _CHAINED:
+        node = parents.get(parent)
+        parent = parents.get(node) if isinstance(node, cst.Call) and node.func is parent else None
+    return isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _MOVES \
+        and isinstance(parents.get(parent), cst.Call)
 
 
 def _moves_itself(facts: ClassFacts, built: cst.Call) -> bool:
@@ -419,8 +431,7 @@ class _GroupFinder:
         scope = self.metadata[ScopeProvider].get(target)
         for binding in (scope[target.value] if scope is not None else ()):
             for access in getattr(binding, "references", ()):
-                parent = self.parents.get(access.node)
-                if isinstance(parent, cst.Attribute) and parent.value is access.node and parent.attr.value in _MOVES:
+                if moved_by_chain(self.parents, access.node):
                     return True
         return False
 
@@ -441,6 +452,10 @@ class _GroupFinder:
             calls.append(parent)
         elif handed and isinstance(parent, cst.Element):
             self._handed_in_a_list(parent)
+        elif handed and isinstance(parent, cst.Arg) and not parent.star and self._library_object_run(parent):
+            call = self.parents.get(parent)
+            self.handed_away.append(f"it is handed to `{dotted(call.func)}` (line {line_of(self.metadata, call)}), "  # type: ignore[union-attr]
+                                    "a library object that runs it on inputs devmod does not follow")
         elif handed and isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
             call = self.parents.get(parent)
             if isinstance(call, cst.Call) and dotted(call.func) in self.loops:
@@ -466,6 +481,25 @@ class _GroupFinder:
                     # handed on from there too: ``def visualize(model): Explainer(model)(x)``
                     for access in getattr(param, "references", ()):
                         self._call_of(access.node, calls, handed=True)
+
+    def _library_object_run(self, arg: cst.Arg) -> bool:
+        """``dff = DeepFeatureFactorization(model=model, ...)`` then ``dff(input_tensor)``: an object of
+        another library (not torch, not a class of this file) keeps the model and is called on data,
+        which it may or may not move (grad-cam's GradCAM does, its DeepFeatureFactorization does not)."""
+        call = self.parents.get(arg)
+        if not isinstance(call, cst.Call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return False
+        name = dotted(call.func) or ""
+        last = name.rsplit(".", 1)[-1]
+        if not last[:1].isupper() or last in self.facts.classes or any(
+                n.startswith(("torch.", "builtins.")) for n in qualified_names(self.metadata, call.func)):
+            return False
+        holder = self.parents.get(call)
+        if not (isinstance(holder, cst.Assign) and holder.value is call and len(holder.targets) == 1
+                and isinstance(holder.targets[0].target, cst.Name)):
+            return False
+        return any(isinstance(self.parents.get(use), cst.Call) and self.parents.get(use).func is use
+                   and self.parents.get(use).args for use in uses_of_binding(self.metadata, holder.targets[0].target))
 
     def _handed_in_a_list(self, element: cst.Element) -> None:
         """``pairs = [(model_a, "default"), ...]`` then ``helpers.compare(pairs, loader)``: a model in

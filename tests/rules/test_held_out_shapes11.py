@@ -155,3 +155,43 @@ def test_a_model_handed_on_to_an_object_by_a_helper_is_not_moved_alone():
     assert result.output == source
     reports = [f for f in result.findings if not f.fixed]
     assert [f.code for f in reports] == ["DM202"] and "handed to `Explainer`" in reports[0].message
+
+
+def test_a_model_kept_by_a_library_object_that_runs_it_is_not_moved_alone():
+    # grad-cam's Deep Feature Factorizations notebook: ``DeepFeatureFactorization(model=model, ...)``
+    # then ``dff(input_tensor)``: the library runs the model on an input it does not move.
+    source, result = run("""\
+        import numpy as np
+        import torch
+        from torchvision.models import resnet18
+        from explainers import Factorizer
+
+
+        def show(model, image):
+            x = torch.from_numpy(image).permute(2, 0, 1)[None]
+            fac = Factorizer(model=model, layer=model.layer4)
+            return fac(x, 3)
+
+
+        net = resnet18()
+        net.eval()
+        print(show(net, np.zeros((8, 8, 3), dtype=np.float32)))
+    """)
+    assert result.output == source
+    reports = [f for f in result.findings if not f.fixed]
+    assert [f.code for f in reports] == ["DM202"] and "handed to `Factorizer`" in reports[0].message
+
+
+def test_a_model_moved_after_eval_in_one_chain_is_left_as_it_is():
+    # grad-cam's Faster R-CNN notebook: ``model.eval().to(device)`` already places the model;
+    # devmod added a second ``.to(device)`` where it is built.
+    source, result = run("""\
+        import torch
+        import torchvision
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torchvision.models.resnet18()
+        model.eval().to(device)
+        print(model(torch.rand(1, 3, 32, 32, device=device)).shape)
+    """)
+    assert result.output == source

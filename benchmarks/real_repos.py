@@ -11,7 +11,10 @@ For each repository folder (fetched elsewhere and never committed):
    file that defines models (smoke test of every ``nn.Module`` class or model factory buildable
    without arguments, and the author's own zero-argument ``test()`` functions; see
    real_repos_runner.py) and the Python code blocks of README.md;
-3. each is run before and after, on the plain CPU and under ``devmod verify --simulate``;
+3. each is run before and after, on the plain CPU and under ``devmod verify --simulate`` (``--modes``;
+   on a machine with a CUDA GPU, ``--modes gpu`` runs them plainly there, and ``--rewritten DIR``
+   takes the after copies from a ``devmod apply`` made elsewhere when devmod's dependencies are
+   missing there);
 4. a table goes to stdout and a JSON file (every run's outcome, the full diff, devmod's findings)
    to --out.
 

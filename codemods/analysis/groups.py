@@ -178,6 +178,9 @@ def _moves_itself(facts: ClassFacts, built: cst.Call) -> bool:
     klass = facts.classes.get(built.func.value) if isinstance(built.func, cst.Name) else None
     if klass is not None and builds_parts_when_run(klass):
         return True  # it gets its parts when it first runs: moving it before then moves nothing (CUT)
+    if any(a.keyword is not None and "device" in a.keyword.value
+           or a.keyword is None and (dotted(a.value) or "").endswith("device") for a in built.args):
+        return False  # ``Net(device)``: it goes where the driver's device says; its inputs must follow
     init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
                 None) if klass is not None and isinstance(klass.body, cst.IndentedBlock) else None
     return init is not None and any(

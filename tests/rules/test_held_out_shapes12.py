@@ -266,3 +266,30 @@ def test_a_loss_target_kept_on_the_cpu_and_rebound_later_keeps_its_partner_there
     """)
     out = result.output
     assert "Y_pred = torch.tensor([[2.0, 1.0, 0.1]])\n" in out
+
+
+def test_a_model_that_places_itself_on_the_drivers_device_still_gets_its_input_moved():
+    # The other side of the facenet fix: ``Net(device)`` goes to the driver's device, so the
+    # input must follow it.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        class Net(nn.Module):
+            def __init__(self, device):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+                self.to(device)
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        net = Net(device)
+        x = torch.randn(3, 4)
+        print(net(x))
+    """)
+    assert "x = torch.randn(3, 4, device=device)" in result.output

@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
+from libcst.metadata import ExpressionContextProvider, MetadataWrapper, ParentNodeProvider
 
 from .analysis.candidates import FileFacts
 from .analysis.project import FileRole, ProjectIndex
@@ -234,6 +234,8 @@ def _wrap(module: cst.Module) -> MetadataWrapper:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     # The same mapping libcst's ParentNodeProvider would compute, without copying every node.
     wrapper._metadata[ParentNodeProvider] = fast_visit.parents(module)
+    # and ExpressionContextProvider's (the scope analysis needs it), in one walk of its own
+    wrapper._metadata[ExpressionContextProvider] = fast_visit.expression_contexts(module)
     return wrapper
 
 

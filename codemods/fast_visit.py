@@ -28,7 +28,7 @@ from typing import Mapping
 import libcst as cst
 from libcst import CSTNode, CSTVisitor
 from libcst._batched_visitor import _BatchedCSTVisitor
-from libcst.metadata import scope_provider
+from libcst.metadata import ExpressionContext, scope_provider
 
 from .analysis.tree import children_of
 
@@ -206,6 +206,60 @@ def parents(module: cst.Module) -> Mapping[CSTNode, CSTNode]:
         for child in children:
             found[child] = node
         stack.extend(children)
+    return MappingProxyType(found)
+
+
+_LOAD, _STORE, _DEL = ExpressionContext.LOAD, ExpressionContext.STORE, ExpressionContext.DEL
+
+
+def expression_contexts(module: cst.Module) -> Mapping[CSTNode, ExpressionContext]:
+    """What ``ExpressionContextProvider`` computes (the scope analysis reads it), in one walk
+    over the original nodes: each rule of its visitor, with the same fields left out (a class's
+    or function's type parameters, an attribute's name)."""
+    found: dict[CSTNode, ExpressionContext] = {}
+    stack: list[tuple[CSTNode, ExpressionContext]] = [(module, _LOAD)]
+    push = stack.append
+    while stack:
+        node, context = stack.pop()
+        kind = node.__class__
+        if kind is cst.Name:
+            found[node] = context
+        elif kind is cst.Attribute:
+            found[node] = context
+            push((node.value, _LOAD))
+        elif kind is cst.Subscript:
+            found[node] = context
+            push((node.value, _LOAD))
+            stack.extend((element, _LOAD) for element in node.slice)
+        elif kind is cst.Assign:
+            stack.extend((target, _STORE) for target in node.targets)
+            push((node.value, context))
+        elif kind is cst.AnnAssign or kind is cst.AugAssign or kind is cst.NamedExpr:
+            push((node.target, _STORE))
+            stack.extend((part, context) for part in (getattr(node, "annotation", None), node.value) if part)
+        elif kind is cst.AsName:
+            push((node.name, _STORE))
+        elif kind is cst.CompFor:
+            push((node.target, _STORE))
+            stack.extend((part, context) for part in (node.iter, *node.ifs, node.inner_for_in) if part)
+        elif kind is cst.For:
+            push((node.target, _STORE))
+            stack.extend((part, context) for part in (node.iter, node.body, node.orelse) if part)
+        elif kind is cst.Del:
+            push((node.target, _DEL))
+        elif kind is cst.ClassDef:
+            push((node.name, _STORE))
+            stack.extend((part, context) for part in (node.body, *node.bases, *node.keywords, *node.decorators))
+        elif kind is cst.FunctionDef:
+            push((node.name, _STORE))
+            stack.extend((part, context) for part in (node.params, node.body, *node.decorators, node.returns) if part)
+        elif kind is cst.Param:
+            push((node.name, _STORE))
+            stack.extend((part, context) for part in (node.annotation, node.default) if part)
+        else:
+            if kind is cst.Tuple or kind is cst.List or kind is cst.StarredElement:
+                found[node] = context
+            stack.extend((child, context) for child in children_of(node))
     return MappingProxyType(found)
 
 

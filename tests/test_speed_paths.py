@@ -14,7 +14,8 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import (ExpressionContextProvider, MetadataWrapper, ParentNodeProvider, PositionProvider,
+                             ScopeProvider)
 
 from codemods import engine, fast_visit
 from codemods.analysis import project
@@ -91,6 +92,44 @@ def test_fast_scope_visit_gives_libcsts_scopes(source):
     finally:
         fast_visit.install()
     assert fast == slow
+
+
+CONTEXTS = """\
+import a.b as c, d
+from e import f as g
+x, *y = z[1:2, ::3] = w.v = [q for q in r if q]
+del x, w.v, z[0]
+t: int = 1
+k += 1
+(n := 5)
+with open(p) as (h, i):
+    pass
+try:
+    pass
+except E as err:
+    pass
+for m, (o, s) in pairs:
+    print(m, key=s)
+else:
+    f(*args, **kw)
+global gg
+class K(Base, metaclass=M):
+    @deco(1)
+    def meth(self, a: int = 2, *args, b=lambda y=1: y, **kw) -> "K":
+        return a.b[c]
+match cmd:
+    case Point(x=0, y=yy) | [1, *rest]:
+        pass
+"""
+
+
+@pytest.mark.parametrize("source", [TRICKY, CONTEXTS, *(p.read_text() for p in EXAMPLES)])
+def test_expression_contexts_are_libcsts(source):
+    # The engine gives the scope analysis this mapping instead of libcst's own traversal
+    # (benchmarks/README.md: also compared on 4,024 files of the corpora).
+    module = cst.parse_module(source)
+    expected = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(ExpressionContextProvider))
+    assert dict(fast_visit.expression_contexts(module)) == expected
 
 
 @pytest.mark.parametrize("source", [TRICKY, *(p.read_text() for p in EXAMPLES[:6])])

@@ -118,7 +118,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                  numpy_fixed: bool, placeable: Callable[[cst.CSTNode], bool] = lambda node: True,
                  device_names: frozenset[str] = frozenset(),
                  loops: frozenset[str] = frozenset(),
-                 cpu_resident: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
+                 cpu_resident: frozenset[str] = frozenset(),
+                 self_placing: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
@@ -148,7 +149,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         built = statement.value
         while isinstance(built.func, cst.Attribute) and isinstance(built.func.value, cst.Call):
             built = built.func.value
-        groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident or _moves_itself(facts, built)
+        groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident or _moves_itself(facts, built, self_placing)
         if pinned_to_cpu(metadata, statement.targets[0].target):  # ``model.to("cpu")  # on purpose``
             groups[statement].cpu_by_design, groups[statement].placed = True, False  # placed on the CPU
         for held in groups[statement].held_out:
@@ -171,7 +172,7 @@ def moved_by_chain(parents: Mapping, use: cst.CSTNode) -> bool:
         and isinstance(parents.get(parent), cst.Call)
 
 
-def _moves_itself(facts: ClassFacts, built: cst.Call) -> bool:
+def _moves_itself(facts: ClassFacts, built: cst.Call, self_placing: frozenset[str] = frozenset()) -> bool:
     """``Detector()`` of a class of the file whose ``__init__`` calls ``self.to(self.device)``: it
     places itself (and, as facenet's MTCNN, its own inputs), where its ``device=`` says. Also a
     class that builds its parts as it runs: where they land is its own business."""
@@ -181,6 +182,8 @@ def _moves_itself(facts: ClassFacts, built: cst.Call) -> bool:
     if any(a.keyword is not None and "device" in a.keyword.value
            or a.keyword is None and (dotted(a.value) or "").endswith("device") for a in built.args):
         return False  # ``Net(device)``: it goes where the driver's device says; its inputs must follow
+    if (dotted(built.func) or "") in self_placing:
+        return True  # a project class that does so (facenet's ``MTCNN``), imported here
     init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
                 None) if klass is not None and isinstance(klass.body, cst.IndentedBlock) else None
     return init is not None and any(

@@ -73,23 +73,29 @@ def loader_source(metadata: Mapping, iterable: cst.BaseExpression) -> tuple[cst.
     return iterable, enumerated
 
 
-def find_loader(metadata: Mapping, iterable: cst.BaseExpression) -> Loader | None:
-    """The loader a ``for`` loop iterates, or None when it is not (surely) a loader."""
+def find_loader(metadata: Mapping, iterable: cst.BaseExpression,
+                collators: frozenset[str] = frozenset()) -> Loader | None:
+    """The loader a ``for`` loop iterates, or None when it is not (surely) a loader, or when its
+    batches are lists (``collators``: the project's functions that return lists)."""
     source, enumerated = loader_source(metadata, iterable)
     if isinstance(source, cst.Call) and is_loader_constructor(metadata, source):
-        return None if _collates_into_lists(metadata, source) else Loader("DataLoader(...)", source, enumerated)
+        return None if _collates_into_lists(metadata, source, collators) else \
+            Loader("DataLoader(...)", source, enumerated)
     if not isinstance(source, cst.Name):
         return None
     found = _loader_name(metadata, source)
-    if found is None or isinstance(found, cst.Call) and _collates_into_lists(metadata, found):
+    if found is None or isinstance(found, cst.Call) and _collates_into_lists(metadata, found, collators):
         return None
     return Loader(source.value, found if isinstance(found, cst.Call) else None, enumerated)
 
 
-def _collates_into_lists(metadata: Mapping, loader: cst.Call) -> bool:
+def _collates_into_lists(metadata: Mapping, loader: cst.Call, collators: frozenset[str] = frozenset()) -> bool:
     """``DataLoader(..., collate_fn=collate)`` with the file's ``collate`` returning lists
-    (``return [b[0] for b in batch], [b[1] for b in batch]``): the batch holds no tensor to move."""
+    (``return [b[0] for b in batch], [b[1] for b in batch]``), or a project function known to
+    (``training.collate_pil``): the batch holds no tensor to move."""
     arg = keyword(loader, "collate_fn")
+    if arg is not None and (dotted(arg.value) or "") in collators:
+        return True
     function = only_binding(metadata, arg.value) if arg is not None and isinstance(arg.value, cst.Name) else None
     if isinstance(function, cst.Name):
         function = metadata[ParentNodeProvider].get(function)

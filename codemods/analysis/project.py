@@ -57,6 +57,8 @@ class FileRole:
     # ``init_distributed_mode``): per rank, a bare ``.cuda()`` / ``"cuda"`` then is the rank's GPU.
     sets_cuda_device: bool = False
     cuda_device_setters: frozenset[str] = frozenset()  # the names it calls them by (``utils.init_distributed_mode``)
+    list_collators: frozenset[str] = frozenset()  # project functions that return lists (facenet's ``collate_pil``)
+    self_placing: frozenset[str] = frozenset()  # project model classes whose ``__init__`` calls ``self.to(...)``
 
 
 @dataclass
@@ -82,6 +84,8 @@ class _Summary:
     does_work: bool = False  # top-level loops, ``with`` blocks or calls made for their effect
     sets_cuda_device: bool = False  # the file calls ``torch.cuda.set_device`` somewhere
     cuda_device_setters: set[str] = field(default_factory=set)  # its functions that call it
+    list_collators: set[str] = field(default_factory=set)  # functions that return only lists
+    self_placing: set[str] = field(default_factory=set)  # classes whose ``__init__`` moves ``self``
 
 
 def module_names(path: str) -> tuple[str, ...]:
@@ -160,6 +164,8 @@ def summarise(path: str, source: str) -> _Summary | None:
                 summary.loop_functions.add(stmt.name)
             if _calls_set_device(nodes):
                 summary.cuda_device_setters.add(stmt.name)
+            if _returns_lists(nodes):
+                summary.list_collators.add(stmt.name)
             args = stmt.args
             signature = [*stmt.decorator_list, stmt.returns, args.vararg, args.kwarg,
                          *(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))]
@@ -171,6 +177,8 @@ def summarise(path: str, source: str) -> _Summary | None:
             nodes = ast_nodes(stmt)
             if _brings_results_to_the_cpu(nodes):
                 summary.cpu_resident.add(stmt.name)
+            if _places_itself_when_built(stmt):
+                summary.self_placing.add(stmt.name)
             _collect_loads(summary, _CLASS, _outside(nodes, [*stmt.bases, *stmt.keywords, *stmt.decorator_list]))
         elif _is_main_guard(stmt):
             summary.has_main = True
@@ -188,6 +196,43 @@ def summarise(path: str, source: str) -> _Summary | None:
     # ``compare(pairs, loader)`` that hands each model of ``pairs`` to the file's own loop
     _grow(summary.loop_functions, functions, lambda f: _hands_models_to_a_loop(f, walked[f], summary.loop_functions))
     return summary
+
+
+def _returns_lists(nodes: list[ast.AST]) -> bool:
+    """Every ``return`` gives a list, or a tuple of lists: a literal, a comprehension, or a name the
+    function binds only to one (``out_x, out_y = [], []`` ... ``return out_x, out_y``)."""
+    returns = [n.value for n in nodes if isinstance(n, ast.Return)]
+    lists: set[str] = set()
+    others: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            pairs = [(t, node.value) for t in node.targets]
+            if isinstance(node.value, ast.Tuple):
+                pairs = [(e, v) for t in node.targets if isinstance(t, ast.Tuple) and len(t.elts) == len(node.value.elts)
+                         for e, v in zip(t.elts, node.value.elts)] or pairs
+            for target, value in pairs:
+                if isinstance(target, ast.Name):
+                    (lists if isinstance(value, (ast.List, ast.ListComp)) else others).add(target.id)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For)) \
+                and isinstance(getattr(node, "target", None), ast.Name):
+            others.add(node.target.id)  # type: ignore[union-attr]
+
+    def a_list(value: ast.AST | None) -> bool:
+        if isinstance(value, ast.Tuple):
+            return bool(value.elts) and all(a_list(e) for e in value.elts)
+        if isinstance(value, ast.Name):
+            return value.id in lists and value.id not in others
+        return isinstance(value, (ast.List, ast.ListComp))
+    return bool(returns) and all(a_list(v) for v in returns)
+
+
+def _places_itself_when_built(klass: ast.ClassDef) -> bool:
+    """``__init__`` calls ``self.to(...)`` or ``self.cuda(...)`` (facenet's MTCNN: ``self.to(device)``
+    with a CPU default): the model goes where its own ``device=`` says."""
+    init = next((s for s in klass.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    return init is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" for n in ast_nodes(init))
 
 
 def _grow(found: set[str], functions: list, holds: Callable[[ast.AST], bool]) -> None:
@@ -575,12 +620,20 @@ class ProjectIndex:
             setters |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.cuda_device_setters}
         sets_cuda_device = summary.sets_cuda_device or any(
             name in setters for names in summary.references.values() for name in names)
+        collators = {name for name, (file, original) in visible.items()
+                     if file in self.files and original in self.files[file].list_collators}
+        self_placing = {name for name, (file, original) in visible.items()
+                        if file in self.files and original in self.files[file].self_placing}
+        for local, module in summary.module_aliases.items():  # ``training.collate_pil``
+            collators |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.list_collators}
+            self_placing |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.self_placing}
         return FileRole(imported=imported, training_loops=frozenset(loops), cpu_resident=frozenset(cpu_resident),
                         sets_cuda_device=sets_cuda_device,
                         cuda_device_setters=frozenset(setters | {"torch.cuda.set_device", "cuda.set_device"}),
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
                         main_only=frozenset(self._main_only(summary)),
+                        list_collators=frozenset(collators), self_placing=frozenset(self_placing),
                         star_names=frozenset(self._star_variables(summary)))
 
     # -- name resolution -----------------------------------------------------------------------

@@ -148,7 +148,8 @@ class Rule(VisitorBasedCodemodCommand):
                                   numpy_fixed=self.state.config.enabled("DM303"),
                                   placeable=lambda node: self.devices.expression_for(node) is not None,
                                   device_names=frozenset({*DEVICE_LIKE_NAMES, self.shared_name}),
-                                  loops=self.state.role.training_loops, cpu_resident=self.state.role.cpu_resident)
+                                  loops=self.state.role.training_loops, cpu_resident=self.state.role.cpu_resident,
+                                  self_placing=self.state.role.self_placing)
             cached = self.state.groups = (self.tree, groups)
         return cached[1]
 

@@ -76,7 +76,7 @@ class BatchToDevice(Rule):
         return True
 
     def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
-        loader = find_loader(self.metadata, original_node.iter)
+        loader = find_loader(self.metadata, original_node.iter, self.state.role.list_collators)
         if loader is None or self.devices.place(original_node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return updated_node
         device = self.device_for(original_node)

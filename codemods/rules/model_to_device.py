@@ -52,6 +52,10 @@ from ..analysis.tree import ancestors, to_call, walk
 from .base import Invalid, Rule, Valid
 
 _MOVES = ("to", "cuda", "to_empty")
+# Methods that read or fill a model's weights without running it: a model used only through these
+# (and saved or printed) never meets data, and moving it would save or show CUDA tensors.
+_READ_ONLY = ("state_dict", "load_state_dict", "parameters", "named_parameters", "buffers", "named_buffers",
+              "modules", "named_modules", "children", "named_children")
 _PREPARES = ("prepare", "prepare_model")  # Accelerate / Fabric place the model themselves
 
 
@@ -290,7 +294,7 @@ class ModelToDevice(Rule):
                 or isinstance(call.func, cst.Name) and call.func.value == "print")
         return bool(uses) and all(
             saved(use) or isinstance(attribute := parents.get(use), cst.Attribute) and attribute.value is use
-            and attribute.attr.value in ("state_dict", "load_state_dict")
+            and attribute.attr.value in _READ_ONLY
             and isinstance(call := parents.get(attribute), cst.Call) and call.func is attribute
             for use in uses)
 

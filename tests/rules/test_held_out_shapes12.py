@@ -293,3 +293,111 @@ def test_a_model_that_places_itself_on_the_drivers_device_still_gets_its_input_m
         print(net(x))
     """)
     assert "x = torch.randn(3, 4, device=device)" in result.output
+
+
+# -- the second pass (facenet, pytorchTutorial) ------------------------------------------------
+
+def _project(tmp_path, files: dict[str, str], target: str):
+    import textwrap
+    from codemods.analysis.project import ProjectIndex
+    from codemods.engine import transform_source
+    sources = [(str(tmp_path / name), textwrap.dedent(text)) for name, text in files.items()]
+    index = ProjectIndex.build(sources)
+    path = str(tmp_path / target)
+    source = dict(sources)[path]
+    return source, transform_source(source, path, role=index.role_for(path))
+
+
+def test_a_loader_with_an_imported_collate_that_returns_lists_is_not_moved(tmp_path):
+    # facenet tests/perf_test.py: ``collate_fn=training.collate_pil`` (lists of PIL images).
+    source, result = _project(tmp_path, {
+        "training.py": """\
+            def collate_pil(x):
+                out_x, out_y = [], []
+                for xx, yy in x:
+                    out_x.append(xx)
+                    out_y.append(yy)
+                return out_x, out_y
+        """,
+        "perf.py": """\
+            import torch
+            from torch.utils.data import DataLoader
+            import training
+            from detect import Detector
+
+
+            def main():
+                device = 'cuda' if torch.cuda.is_available() else 'cpu'
+                det = Detector(device=device)
+                data = [(torch.rand(3, 4, 4), 0) for _ in range(4)]
+                out = []
+                for x, _ in DataLoader(data, batch_size=2, collate_fn=training.collate_pil):
+                    out.extend(det(x))
+                print(len(out))
+
+
+            if __name__ == '__main__':
+                main()
+        """,
+        "detect.py": """\
+            import torch
+
+
+            class Detector:
+                def __init__(self, device):
+                    self.device = device
+
+                def __call__(self, imgs):
+                    return [torch.as_tensor(i, device=self.device).sum() for i in imgs]
+        """}, "perf.py")
+    assert result.output == source
+
+
+def test_an_imported_model_class_that_places_itself_is_not_reported(tmp_path):
+    # facenet tests/actions_test.py: ``MTCNN(keep_all=True)`` from models/mtcnn.py sits on the CPU
+    # by its own default and converts the PIL images it is given; DM202 reported it 3 times.
+    source, result = _project(tmp_path, {
+        "models/__init__.py": "",
+        "models/detlib.py": """\
+            import numpy as np
+            import torch
+            import torch.nn as nn
+
+
+            class Detector(nn.Module):
+                def __init__(self, device=None):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 1, 3)
+                    self.device = torch.device('cpu') if device is None else device
+                    self.to(self.device)
+
+                def detect(self, img):
+                    x = torch.as_tensor(np.asarray(img), device=self.device, dtype=torch.float32)
+                    return self.conv(x.permute(2, 0, 1)[None]).amax().item()
+        """,
+        "check.py": """\
+            import torch
+            from PIL import Image
+            from models.detlib import Detector
+
+            det = Detector()
+            img = Image.new('RGB', (16, 16))
+            print(det.detect(img))
+        """}, "check.py")
+    assert result.output == source
+    assert not [f for f in result.findings if not f.fixed]
+
+
+def test_a_model_whose_parameters_are_printed_then_saved_is_not_moved():
+    # pytorchTutorial 17_save_load.py: ``for param in model.parameters(): print(param)`` and
+    # ``torch.save(model, FILE)``: the model never runs; moving it saved CUDA tensors.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(6, 1)
+        for param in model.parameters():
+            print(param)
+        torch.save(model, "model.pth")
+    """)
+    assert "nn.Linear(6, 1)\n" in result.output

@@ -292,11 +292,15 @@ class ModelToDevice(Rule):
             return isinstance(call, cst.Call) and (
                 "torch.save" in qualified_names(self.metadata, call.func)
                 or isinstance(call.func, cst.Name) and call.func.value == "print")
-        return bool(uses) and all(
-            saved(use) or isinstance(attribute := parents.get(use), cst.Attribute) and attribute.value is use
-            and attribute.attr.value in _READ_ONLY
-            and isinstance(call := parents.get(attribute), cst.Call) and call.func is attribute
-            for use in uses)
+        def only_read(use: cst.Name) -> bool:  # ``model.state_dict()``, ``for p in model.parameters(): print(p)``
+            attribute = parents.get(use)
+            call = parents.get(attribute) if isinstance(attribute, cst.Attribute) and attribute.value is use else None
+            if not (isinstance(call, cst.Call) and call.func is attribute and attribute.attr.value in _READ_ONLY):
+                return False
+            # weights handed to something (``SGD(model.parameters())``) are for a model that runs
+            return attribute.attr.value in ("state_dict", "load_state_dict") or isinstance(
+                parents.get(call), (cst.For, cst.CompFor))
+        return bool(uses) and all(saved(use) or only_read(use) for use in uses)
 
     def _never_runs(self, assign) -> bool:
         """A model only read for its sizes and weights, given new parts, or itself put into

@@ -119,7 +119,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                  device_names: frozenset[str] = frozenset(),
                  loops: frozenset[str] = frozenset(),
                  cpu_resident: frozenset[str] = frozenset(),
-                 self_placing: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
+                 self_placing: frozenset[str] = frozenset(),
+                 list_collators: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
@@ -157,7 +158,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         # an input moved where it is used needs a device there too, or the model moves alone
         groups[statement].unplaceable_inline = [line_of(metadata, e) for e in groups[statement].inline
                                                 if not placeable(e)]
-    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable)
+    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable, list_collators)
     _block_together(groups, _parts(metadata, groups))
     return groups
 
@@ -192,7 +193,8 @@ def _moves_itself(facts: ClassFacts, built: cst.Call, self_placing: frozenset[st
 
 
 def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],
-                   device_names: frozenset[str], packs: bool, placeable: Callable[[cst.CSTNode], bool]) -> None:
+                   device_names: frozenset[str], packs: bool, placeable: Callable[[cst.CSTNode], bool],
+                   collators: frozenset[str] = frozenset()) -> None:
     """``for g, labels in loader: model(g, g.ndata["feat"])`` with a batch devmod cannot move
     (DM203 reports it), or a loop in library code, where devmod adds no device: the models fed
     there, directly or handed to the loop's function (``train(model, loader)``), stay with
@@ -205,7 +207,7 @@ def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, gro
     for loop in walk(module):
         if not isinstance(loop, cst.For) or any(isinstance(a, cst.ClassDef) for a in ancestors(metadata, loop)):
             continue
-        loader = find_loader(metadata, loop.iter)
+        loader = find_loader(metadata, loop.iter, collators)
         if loader is None:
             continue
         fed = _models_fed(metadata, module, loop, groups)

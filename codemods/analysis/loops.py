@@ -54,6 +54,7 @@ class Loader:
     label: str
     call: cst.Call | None
     enumerated: bool
+    lists: bool = False  # its ``collate_fn`` returns lists (of PIL images, say): no tensor to move
 
     @property
     def pins_memory(self) -> bool:
@@ -75,18 +76,18 @@ def loader_source(metadata: Mapping, iterable: cst.BaseExpression) -> tuple[cst.
 
 def find_loader(metadata: Mapping, iterable: cst.BaseExpression,
                 collators: frozenset[str] = frozenset()) -> Loader | None:
-    """The loader a ``for`` loop iterates, or None when it is not (surely) a loader, or when its
-    batches are lists (``collators``: the project's functions that return lists)."""
+    """The loader a ``for`` loop iterates, or None when it is not (surely) a loader
+    (``collators``: the project's functions that return lists, for ``Loader.lists``)."""
     source, enumerated = loader_source(metadata, iterable)
     if isinstance(source, cst.Call) and is_loader_constructor(metadata, source):
-        return None if _collates_into_lists(metadata, source, collators) else \
-            Loader("DataLoader(...)", source, enumerated)
+        return Loader("DataLoader(...)", source, enumerated, _collates_into_lists(metadata, source, collators))
     if not isinstance(source, cst.Name):
         return None
     found = _loader_name(metadata, source)
-    if found is None or isinstance(found, cst.Call) and _collates_into_lists(metadata, found, collators):
+    if found is None:
         return None
-    return Loader(source.value, found if isinstance(found, cst.Call) else None, enumerated)
+    call = found if isinstance(found, cst.Call) else None
+    return Loader(source.value, call, enumerated, call is not None and _collates_into_lists(metadata, call, collators))
 
 
 def _collates_into_lists(metadata: Mapping, loader: cst.Call, collators: frozenset[str] = frozenset()) -> bool:
@@ -386,6 +387,8 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         return "the batch is unpacked into nested or starred names"
     if moved_in(loop.body, set(names), device_names):
         return None
+    if loader.lists:
+        return "its `collate_fn` returns lists, which `.to()` cannot move"
     if not isinstance(loop.body, cst.IndentedBlock):
         return "the loop body is on the `for` line"
     if isinstance(target, cst.Name):

@@ -149,7 +149,8 @@ class Rule(VisitorBasedCodemodCommand):
                                   placeable=lambda node: self.devices.expression_for(node) is not None,
                                   device_names=frozenset({*DEVICE_LIKE_NAMES, self.shared_name}),
                                   loops=self.state.role.training_loops, cpu_resident=self.state.role.cpu_resident,
-                                  self_placing=self.state.role.self_placing)
+                                  self_placing=self.state.role.self_placing,
+                                  list_collators=self.state.role.list_collators)
             cached = self.state.groups = (self.tree, groups)
         return cached[1]
 

@@ -77,8 +77,9 @@ class BatchToDevice(Rule):
 
     def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
         loader = find_loader(self.metadata, original_node.iter, self.state.role.list_collators)
-        if loader is None or self.devices.place(original_node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
-            return updated_node
+        if loader is None or loader.lists \
+                or self.devices.place(original_node).kind not in (ScopeKind.MODULE, ScopeKind.FUNCTION):
+            return updated_node  # (a batch of lists stays; a model fed it stays with it: DM202)
         device = self.device_for(original_node)
         if device is None or not self._feeds_model(original_node):
             return updated_node

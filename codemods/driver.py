@@ -198,17 +198,16 @@ def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | 
     paths = list(paths)
     with contextlib.ExitStack() as stack:
         pool = None
-        if executor is None and _pooled(jobs, len(paths)):
+        if executor is None and _pooled(jobs, len(paths)) and (cache is None or cache.likely_cold(paths)):
             # Workers are forked now, while this process is small: a forked worker starts with
             # (and its peak RSS counts) every page of its parent, and the project index below
-            # holds ~60 MiB on a repository of 2,000 files.
+            # holds ~60 MiB on a repository of 2,000 files. They load the engine (libcst) while
+            # this process builds that index. A run the cache mostly answers forks nothing here
+            # (``_run`` starts workers for the files it must still process, if enough).
             pool = stack.enter_context(ProcessPoolExecutor(max_workers=_jobs(jobs), **pool_options()))
             pool.submit(int).result()  # (fork starts all the workers at the first task)
-            if cache is None or cache.likely_cold(paths):
-                # The workers load the engine (libcst) while this process builds the project index;
-                # not on a warm run, where they may have nothing to do.
-                for _ in range(_jobs(jobs)):
-                    pool.submit(_load_engine)
+            for _ in range(_jobs(jobs)):
+                pool.submit(_load_engine)
         yield from _process(paths, config, mode, jobs, cache, executor or pool, isolate=pool is not None)
 
 

@@ -95,8 +95,9 @@ def _collates_into_lists(metadata: Mapping, loader: cst.Call, collators: frozens
     (``return [b[0] for b in batch], [b[1] for b in batch]``), or a project function known to
     (``training.collate_pil``): the batch holds no tensor to move."""
     arg = keyword(loader, "collate_fn")
-    if arg is not None and (dotted(arg.value) or "") in collators:
-        return True
+    name = dotted(arg.value) if arg is not None else None
+    if name is not None and (name in collators or "." in name and name.rsplit(".", 1)[-1] in collators):
+        return True  # (by the function's own name: ``training.collate_pil`` of a package renamed on install)
     function = only_binding(metadata, arg.value) if arg is not None and isinstance(arg.value, cst.Name) else None
     if isinstance(function, cst.Name):
         function = metadata[ParentNodeProvider].get(function)

@@ -571,6 +571,9 @@ class ProjectIndex:
                          for target in self._resolve(m) if (path := target.path) != s.path}
         self.model_classes, self.model_factories = self._models()
         self.driver, self._callers = self._driver_functions()
+        # Every project function that returns lists, by its own name too: a package may be imported
+        # under another name than its folder's (facenet's ``package_dir={'facenet_pytorch': '.'}``).
+        self._all_collators = frozenset(name for s in self.files.values() for name in s.list_collators)
 
     @classmethod
     def build(cls, sources: Iterable[tuple[str, str]]) -> "ProjectIndex":
@@ -624,6 +627,7 @@ class ProjectIndex:
                      if file in self.files and original in self.files[file].list_collators}
         self_placing = {name for name, (file, original) in visible.items()
                         if file in self.files and original in self.files[file].self_placing}
+        collators |= self._all_collators
         for local, module in summary.module_aliases.items():  # ``training.collate_pil``
             collators |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.list_collators}
             self_placing |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.self_placing}

@@ -401,3 +401,39 @@ def test_a_model_whose_parameters_are_printed_then_saved_is_not_moved():
         torch.save(model, "model.pth")
     """)
     assert "nn.Linear(6, 1)\n" in result.output
+
+
+def test_a_collate_of_the_project_imported_under_its_installed_name_is_recognised(tmp_path):
+    # facenet installs its root folder as ``facenet_pytorch`` (setup.py ``package_dir``), and its test
+    # does ``from facenet_pytorch import MTCNN, training``: the import does not resolve to the folder,
+    # but ``collate_pil`` is the project's own function that returns lists.
+    source, result = _project(tmp_path, {
+        "models/__init__.py": "",
+        "models/training.py": """\
+            def collate_pil(x):
+                out_x, out_y = [], []
+                for xx, yy in x:
+                    out_x.append(xx)
+                    out_y.append(yy)
+                return out_x, out_y
+        """,
+        "tests/perf.py": """\
+            import torch
+            from torch.utils.data import DataLoader
+            from facenet_like import Detector, training
+
+
+            def main():
+                device = 'cuda' if torch.cuda.is_available() else 'cpu'
+                det = Detector(device=device)
+                data = [(torch.rand(3, 4, 4), 0) for _ in range(4)]
+                out = []
+                for x, _ in DataLoader(data, batch_size=2, collate_fn=training.collate_pil):
+                    out.extend(det(x))
+                print(len(out))
+
+
+            if __name__ == '__main__':
+                main()
+        """}, "tests/perf.py")
+    assert result.output == source

@@ -3,6 +3,8 @@ facenet-pytorch; docs/real-repos.md "Twelfth run"). Each test fails on the code 
 
 from __future__ import annotations
 
+import textwrap
+
 from all_rules_support import rewrite as run
 
 
@@ -147,31 +149,36 @@ def test_a_module_without_tensors_is_no_group():
     assert "nn.Softmax(dim=0)\n" in result.output
 
 
+# facenet's MTCNN in small: on the CPU by its own default, and it converts its (PIL) input itself
+_SELF_PLACING = """\
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Detector(nn.Module):
+    def __init__(self, device=None):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 1, 3)
+        self.device = torch.device('cpu') if device is None else device
+        self.to(self.device)
+
+    def detect(self, img):
+        x = torch.as_tensor(np.asarray(img), device=self.device, dtype=torch.float32)
+        return self.conv(x.permute(2, 0, 1)[None]).amax().item()
+"""
+
+
 def test_a_model_that_places_itself_is_neither_moved_nor_reported():
     # facenet MTCNN-style: ``self.to(self.device)`` in __init__ with a CPU default; its input is a
     # PIL image that it converts itself. DM202 reported the group (3 false reports).
-    source, result = run("""\
-        import numpy as np
-        import torch
-        import torch.nn as nn
+    source, result = run(_SELF_PLACING + textwrap.dedent("""\
+
         from PIL import Image
-
-
-        class Detector(nn.Module):
-            def __init__(self, device=None):
-                super().__init__()
-                self.conv = nn.Conv2d(3, 1, 3)
-                self.device = torch.device('cpu') if device is None else device
-                self.to(self.device)
-
-            def detect(self, img):
-                x = torch.as_tensor(np.asarray(img), device=self.device, dtype=torch.float32)
-                return self.conv(x.permute(2, 0, 1)[None]).amax().item()
-
 
         det = Detector()
         print(det.detect(Image.new('RGB', (16, 16))))
-    """)
+    """))
     assert result.output == source
     assert not [f for f in result.findings if not f.fixed]
 
@@ -308,37 +315,42 @@ def _project(tmp_path, files: dict[str, str], target: str):
     return source, transform_source(source, path, role=index.role_for(path))
 
 
+# facenet's collate (lists of PIL images) and the loop of its tests/perf_test.py, as the tests use them
+_COLLATE_PIL = """\
+    def collate_pil(x):
+        out_x, out_y = [], []
+        for xx, yy in x:
+            out_x.append(xx)
+            out_y.append(yy)
+        return out_x, out_y
+"""
+_PERF_LOOP = """
+
+    def main():
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+        det = Detector(device=device)
+        data = [(torch.rand(3, 4, 4), 0) for _ in range(4)]
+        out = []
+        for x, _ in DataLoader(data, batch_size=2, collate_fn=training.collate_pil):
+            out.extend(det(x))
+        print(len(out))
+
+
+    if __name__ == '__main__':
+        main()
+"""
+
+
 def test_a_loader_with_an_imported_collate_that_returns_lists_is_not_moved(tmp_path):
     # facenet tests/perf_test.py: ``collate_fn=training.collate_pil`` (lists of PIL images).
     source, result = _project(tmp_path, {
-        "training.py": """\
-            def collate_pil(x):
-                out_x, out_y = [], []
-                for xx, yy in x:
-                    out_x.append(xx)
-                    out_y.append(yy)
-                return out_x, out_y
-        """,
-        "perf.py": """\
+        "training.py": _COLLATE_PIL,
+        "perf.py": textwrap.dedent("""\
             import torch
             from torch.utils.data import DataLoader
             import training
             from detect import Detector
-
-
-            def main():
-                device = 'cuda' if torch.cuda.is_available() else 'cpu'
-                det = Detector(device=device)
-                data = [(torch.rand(3, 4, 4), 0) for _ in range(4)]
-                out = []
-                for x, _ in DataLoader(data, batch_size=2, collate_fn=training.collate_pil):
-                    out.extend(det(x))
-                print(len(out))
-
-
-            if __name__ == '__main__':
-                main()
-        """,
+""") + textwrap.dedent(_PERF_LOOP),
         "detect.py": """\
             import torch
 
@@ -358,23 +370,7 @@ def test_an_imported_model_class_that_places_itself_is_not_reported(tmp_path):
     # by its own default and converts the PIL images it is given; DM202 reported it 3 times.
     source, result = _project(tmp_path, {
         "models/__init__.py": "",
-        "models/detlib.py": """\
-            import numpy as np
-            import torch
-            import torch.nn as nn
-
-
-            class Detector(nn.Module):
-                def __init__(self, device=None):
-                    super().__init__()
-                    self.conv = nn.Conv2d(3, 1, 3)
-                    self.device = torch.device('cpu') if device is None else device
-                    self.to(self.device)
-
-                def detect(self, img):
-                    x = torch.as_tensor(np.asarray(img), device=self.device, dtype=torch.float32)
-                    return self.conv(x.permute(2, 0, 1)[None]).amax().item()
-        """,
+        "models/detlib.py": _SELF_PLACING,
         "check.py": """\
             import torch
             from PIL import Image
@@ -409,31 +405,10 @@ def test_a_collate_of_the_project_imported_under_its_installed_name_is_recognise
     # but ``collate_pil`` is the project's own function that returns lists.
     source, result = _project(tmp_path, {
         "models/__init__.py": "",
-        "models/training.py": """\
-            def collate_pil(x):
-                out_x, out_y = [], []
-                for xx, yy in x:
-                    out_x.append(xx)
-                    out_y.append(yy)
-                return out_x, out_y
-        """,
-        "tests/perf.py": """\
+        "models/training.py": _COLLATE_PIL,
+        "tests/perf.py": textwrap.dedent("""\
             import torch
             from torch.utils.data import DataLoader
             from facenet_like import Detector, training
-
-
-            def main():
-                device = 'cuda' if torch.cuda.is_available() else 'cpu'
-                det = Detector(device=device)
-                data = [(torch.rand(3, 4, 4), 0) for _ in range(4)]
-                out = []
-                for x, _ in DataLoader(data, batch_size=2, collate_fn=training.collate_pil):
-                    out.extend(det(x))
-                print(len(out))
-
-
-            if __name__ == '__main__':
-                main()
-        """}, "tests/perf.py")
+""") + textwrap.dedent(_PERF_LOOP)}, "tests/perf.py")
     assert result.output == source

@@ -26,7 +26,7 @@ from .config import Config
 from .device_name import conflict_in_file
 from .preflight import PreflightError, check_source, deep_recursion, eof_padding, split_trailing_comments
 from .rules import all_rules
-from .positions import OriginMap
+from .positions import LINES_IN_MESSAGE, OriginMap
 from .scan import scan
 from . import fast_visit
 from .rules.base import STATE_KEY, Allow, Finding, Rule, RunState
@@ -195,9 +195,6 @@ def parse(source: str) -> cst.Module:
         raise SourceError(f"cannot parse: {exc}") from exc
 
 
-_LINES_IN_MESSAGE = re.compile(r"\bline (\d+(?:, \d+)*)")
-
-
 def _placed_in(original: str, text: str, findings: list[Finding]) -> list[Finding]:
     """``findings`` of a pass over ``text``, at their places in ``original`` (with the lines their
     messages name): a report after a fix (the device definition added above it) must point at
@@ -216,7 +213,7 @@ def _placed_in(original: str, text: str, findings: list[Finding]) -> list[Findin
     for finding in findings:
         where = origins.origin(finding.line, finding.column) or (line(finding.line), finding.column)
         placed.append(dataclasses.replace(finding, line=where[0], column=where[1],
-                                          message=_LINES_IN_MESSAGE.sub(renumbered, finding.message)))
+                                          message=LINES_IN_MESSAGE.sub(renumbered, finding.message)))
     return placed
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import Config
 from .engine import SourceError, transform_source
+from .positions import LINES_IN_MESSAGE
 from .rules.base import Finding
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -276,9 +277,6 @@ def transform_notebook(text: str, path: str = "<notebook>", config: Config | Non
     return NotebookResult(text, output, {i: originals[i] for i in sources}, sources, findings)
 
 
-_LINES_IN_MESSAGE = re.compile(r"\bline (\d+(?:, \d+)*)")
-
-
 def _in_cell(finding: Finding, program_text: str, marker: str) -> Finding:
     """The finding at its cell and line, and the lines its message names (``held at line 12``,
     counted in the joined program) as ``cell-3:4`` too."""
@@ -289,7 +287,7 @@ def _in_cell(finding: Finding, program_text: str, marker: str) -> Finding:
         return ", ".join(f"cell-{c}:{n}" for c, n in places)
 
     return dataclasses.replace(finding, line=line, cell=cell,
-                               message=_LINES_IN_MESSAGE.sub(located, finding.message))
+                               message=LINES_IN_MESSAGE.sub(located, finding.message))
 
 
 # -- writing back -----------------------------------------------------------------------------

@@ -12,6 +12,10 @@ has no origin.
 from __future__ import annotations
 
 import difflib
+import re
+
+# The lines a finding's message names (``held at line 12``, ``lines 3, 7``): mapped with the finding.
+LINES_IN_MESSAGE = re.compile(r"\bline (\d+(?:, \d+)*)")
 
 
 class OriginMap:

@@ -174,7 +174,7 @@ def moved_by_chain(parents: Mapping, use: cst.CSTNode) -> bool:
 
 
 def _moves_itself(facts: ClassFacts, built: cst.Call, self_placing: frozenset[str] = frozenset()) -> bool:
-    """``Detector()`` of a class of the file whose ``__init__`` calls ``self.to(self.device)``: it
+    """``Detector()`` of a project class whose ``__init__`` calls ``self.to(self.device)``: it
     places itself (and, as facenet's MTCNN, its own inputs), where its ``device=`` says. Also a
     class that builds its parts as it runs: where they land is its own business."""
     klass = facts.classes.get(built.func.value) if isinstance(built.func, cst.Name) else None
@@ -183,13 +183,8 @@ def _moves_itself(facts: ClassFacts, built: cst.Call, self_placing: frozenset[st
     if any(a.keyword is not None and "device" in a.keyword.value
            or a.keyword is None and (dotted(a.value) or "").endswith("device") for a in built.args):
         return False  # ``Net(device)``: it goes where the driver's device says; its inputs must follow
-    if (dotted(built.func) or "") in self_placing:
-        return True  # a project class that does so (facenet's ``MTCNN``), imported here
-    init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
-                None) if klass is not None and isinstance(klass.body, cst.IndentedBlock) else None
-    return init is not None and any(
-        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("to", "cuda")
-        and isinstance(n.func.value, cst.Name) and n.func.value.value == "self" for n in walk(init))
+    # the project index's answer, for the file's own classes and imported ones (facenet's ``MTCNN``)
+    return (dotted(built.func) or "") in self_placing
 
 
 def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],

@@ -19,7 +19,6 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .names import dotted, keyword, method_call, qualified_names
 from .roles import factory_name, is_loader_constructor
-from .scopes import only_binding
 from .tree import walk
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
@@ -80,36 +79,23 @@ def find_loader(metadata: Mapping, iterable: cst.BaseExpression,
     (``collators``: the project's functions that return lists, for ``Loader.lists``)."""
     source, enumerated = loader_source(metadata, iterable)
     if isinstance(source, cst.Call) and is_loader_constructor(metadata, source):
-        return Loader("DataLoader(...)", source, enumerated, _collates_into_lists(metadata, source, collators))
+        return Loader("DataLoader(...)", source, enumerated, _collates_into_lists(source, collators))
     if not isinstance(source, cst.Name):
         return None
     found = _loader_name(metadata, source)
     if found is None:
         return None
     call = found if isinstance(found, cst.Call) else None
-    return Loader(source.value, call, enumerated, call is not None and _collates_into_lists(metadata, call, collators))
+    return Loader(source.value, call, enumerated, call is not None and _collates_into_lists(call, collators))
 
 
-def _collates_into_lists(metadata: Mapping, loader: cst.Call, collators: frozenset[str] = frozenset()) -> bool:
-    """``DataLoader(..., collate_fn=collate)`` with the file's ``collate`` returning lists
-    (``return [b[0] for b in batch], [b[1] for b in batch]``), or a project function known to
-    (``training.collate_pil``): the batch holds no tensor to move."""
+def _collates_into_lists(loader: cst.Call, collators: frozenset[str]) -> bool:
+    """``DataLoader(..., collate_fn=collate)`` with ``collate`` one of the project's functions that
+    return lists (``collators``, from the project index: the file's own too), also by its own name
+    (``training.collate_pil`` of a package imported under its installed name): no tensor to move."""
     arg = keyword(loader, "collate_fn")
     name = dotted(arg.value) if arg is not None else None
-    if name is not None and (name in collators or "." in name and name.rsplit(".", 1)[-1] in collators):
-        return True  # (by the function's own name: ``training.collate_pil`` of a package renamed on install)
-    function = only_binding(metadata, arg.value) if arg is not None and isinstance(arg.value, cst.Name) else None
-    if isinstance(function, cst.Name):
-        function = metadata[ParentNodeProvider].get(function)
-    if not isinstance(function, cst.FunctionDef):
-        return False
-    returned = [n.value for n in walk(function.body) if isinstance(n, cst.Return) and n.value is not None]
-
-    def a_list(value: cst.BaseExpression) -> bool:
-        if isinstance(value, cst.Tuple):
-            return all(isinstance(e, cst.Element) and a_list(e.value) for e in value.elements)
-        return isinstance(value, (cst.List, cst.ListComp))
-    return bool(returned) and all(a_list(v) for v in returned)
+    return name is not None and (name in collators or "." in name and name.rsplit(".", 1)[-1] in collators)
 
 
 def _loader_name(metadata: Mapping, name: cst.Name) -> cst.Call | bool | None:

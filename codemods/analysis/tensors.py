@@ -883,7 +883,7 @@ def _loader_batch_element(metadata: Mapping, target: cst.Name) -> bool:
     if not unpacked or not isinstance(loop, cst.For) or loop.target is not node:
         return False
     loader = find_loader(metadata, loop.iter)
-    if loader is None or loader.lists:
+    if loader is None:
         return False
     if loader.enumerated and isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 2 and \
             any(e.value is target for e in node.elements):

@@ -21,6 +21,8 @@ from libcst.metadata import ExpressionContextProvider, MetadataWrapper, ParentNo
 
 from .analysis.candidates import FileFacts
 from .analysis.project import FileRole, ProjectIndex
+from .analysis.names import forget_answers
+from .analysis.tree import TreeIndex
 from .comments import lost_comments
 from .config import Config
 from .device_name import conflict_in_file
@@ -93,7 +95,20 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     ``allow``, when given, is asked before each fix with its position in ``source``
     ((0, 0) for a fix on a line that only a fix wrote) and may decline it.
     """
-    config = config or Config()
+    try:
+        return _transform(source, path, config or Config(), rules, role, allow)
+    finally:
+        forget_tree()  # this file's tree goes now
+
+
+def forget_tree() -> None:
+    """What the analyses keep of the tree they last read (a walk of it, answers about it)."""
+    TreeIndex.forget()
+    forget_answers()
+
+
+def _transform(source: str, path: str, config: Config, rules: Sequence[type[Rule]] | None,
+               role: FileRole | None, allow: Allow | None) -> TransformResult:
     suppressions = read_suppressions(source)
     if suppressions.skip_file:
         return TransformResult(source, source, skipped="devmod: skip-file")
@@ -145,7 +160,10 @@ def transform_module_with(module: cst.Module, rules: Sequence[type[Rule]], confi
     chosen = _with_shared_device(list(rules))
     source = module.code
     role = ProjectIndex.build([("<module>", source)]).role_for("<module>")
-    module, _, _ = _run_passes(module, chosen, config, read_suppressions(source), source, role)
+    try:
+        module, _, _ = _run_passes(module, chosen, config, read_suppressions(source), source, role)
+    finally:
+        forget_tree()
     return module
 
 

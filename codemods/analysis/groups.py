@@ -35,7 +35,7 @@ from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_
 from .scopes import ClassFacts, only_assigned_value, only_binding, scope_bindings
 from .tensors import is_number, torch_data_function, uses_of_binding
 from .modules import builds_parts_when_run
-from .tree import ancestors, in_source_order, line_of, walk
+from .tree import ancestors, in_source_order, line_of, nodes_of, walk
 
 # Attributes of a dataset object that hold its whole storage as tensors.
 _DATASET_STORAGE = frozenset({"data", "targets", "tensors", "train_data", "train_labels", "test_data",
@@ -134,8 +134,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     finder.tuple_helpers = finder.tuple_helpers_of(module)
     finder.packs = packs_sequences(metadata, module)
     groups: dict[cst.Assign, Group] = {}
-    for node in walk(module):
-        if not (isinstance(node, cst.Assign) and len(node.targets) == 1
+    for node in nodes_of(module, cst.Assign):
+        if not (len(node.targets) == 1
                 and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call)):
             continue
         call = node.value
@@ -199,8 +199,8 @@ def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, gro
     def is_model(func: cst.BaseExpression) -> bool:
         return is_model_callee(func, models)
 
-    for loop in walk(module):
-        if not isinstance(loop, cst.For) or any(isinstance(a, cst.ClassDef) for a in ancestors(metadata, loop)):
+    for loop in nodes_of(module, cst.For):
+        if any(isinstance(a, cst.ClassDef) for a in ancestors(metadata, loop)):
             continue
         loader = find_loader(metadata, loop.iter, collators)
         if loader is None:
@@ -238,8 +238,8 @@ def _models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Ma
         if function is None:
             return
         index = next((i for i, p in enumerate(function.params.params) if p is param), None)
-        for call in walk(module):
-            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+        for call in nodes_of(module, cst.Call):
+            if not (isinstance(call.func, cst.Name)
                     and call.func.value == function.name.value):
                 continue
             given = next((a.value for a in call.args if a.keyword and a.keyword.value == param.name.value), None)

@@ -12,7 +12,7 @@ from typing import Mapping
 import libcst as cst
 
 from .names import qualified_names
-from .tree import ancestors, code_of, walk
+from .tree import ancestors, code_of, nodes_of, walk
 
 
 def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
@@ -62,5 +62,5 @@ def _exits(body: cst.BaseSuite) -> bool:
 def sets_default_device(metadata: Mapping, module: cst.Module) -> bool:
     """Does the file call ``torch.set_default_device(...)``? Then its factories and the models
     it builds afterwards already land on that device (cleanrl's ppo_trxl): nothing to add."""
-    return any(isinstance(n, cst.Call) and "torch.set_default_device" in qualified_names(metadata, n.func)
-               for n in walk(module))
+    return any("torch.set_default_device" in qualified_names(metadata, n.func)
+               for n in nodes_of(module, cst.Call))

@@ -19,7 +19,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .names import dotted, keyword, method_call, qualified_names
 from .roles import factory_name, is_loader_constructor
-from .tree import walk
+from .tree import nodes_of, walk
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 _TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm"})
@@ -346,7 +346,7 @@ def is_pack_padded(metadata: Mapping, call: cst.Call) -> bool:
 def packs_sequences(metadata: Mapping, module: cst.Module) -> bool:
     """Does the file call ``pack_padded_sequence`` anywhere (maybe in forward, behind
     ``model(x, lengths)``)? Its lengths must stay on the CPU."""
-    return any(isinstance(n, cst.Call) and is_pack_padded(metadata, n) for n in walk(module))
+    return any(is_pack_padded(metadata, n) for n in nodes_of(module, cst.Call))
 
 
 # -- the plan for one loop ------------------------------------------------------------------------

@@ -24,8 +24,27 @@ def qualified_names(metadata: Mapping, node: cst.CSTNode) -> set[str]:
         if isinstance(names, LazyValue):  # libcst >= 1.2 resolves qualified names lazily
             names = names()
         return {qn.name for qn in names}
-    scope = metadata.get(ScopeProvider, {}).get(node)
-    return {qn.name for qn in scope.get_qualified_names_for(node)} if scope else set()
+    global _ASKED
+    scopes = metadata.get(ScopeProvider, {})
+    asked = _ASKED
+    if asked is None or asked[0] is not scopes:  # a new tree's scopes: the answers kept are for the old one
+        asked = _ASKED = (scopes, {})
+    found = asked[1].get(node)
+    if found is None:  # every rule asks of the same nodes (``torch.zeros``, ``nn.Linear``)
+        scope = scopes.get(node)
+        found = asked[1][node] = frozenset(qn.name for qn in scope.get_qualified_names_for(node)) if scope \
+            else frozenset()
+    return set(found)
+
+
+# (the scopes of one tree, {node: its qualified names}): answers kept while that tree is analysed
+_ASKED: tuple[Mapping, dict[cst.CSTNode, frozenset[str]]] | None = None
+
+
+def forget_answers() -> None:
+    """Drop the kept answers (and with them the tree they are for): the file is done."""
+    global _ASKED
+    _ASKED = None
 
 
 def callee_names(metadata: Mapping, call: cst.Call) -> set[str]:

@@ -14,7 +14,7 @@ import libcst as cst
 from .factory_names import tensor_factories
 from .names import dotted, keyword, last_part, qualified_names
 from .scopes import ClassFacts
-from .tree import walk
+from .tree import nodes_of, walk
 
 MODEL_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model", "transformers.")
 LOADER_CLASSES = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
@@ -201,9 +201,14 @@ def looks_like_model_name(name: str) -> bool:
 
 def model_variables(metadata: Mapping, module: cst.Module, facts: ClassFacts) -> set[str]:
     """Names assigned from a model constructor (or a DataParallel wrapper) anywhere in the file."""
+    # Asked by most rules and by the device lookup, each with the same tree and facts.
+    return set(facts.remembered("model_variables", module, lambda: _model_variables(metadata, module, facts)))
+
+
+def _model_variables(metadata: Mapping, module: cst.Module, facts: ClassFacts) -> set[str]:
     found: set[str] = set()
-    for node in walk(module):
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+    for node in nodes_of(module, cst.Assign):
+        if isinstance(node.value, cst.Call):
             call = node.value
             while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
                 call = call.func.value  # ``Net().to(device)``

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 import libcst as cst
 from libcst.metadata import Assignment, ParentNodeProvider, ScopeProvider
 
 from .bases import NN_MODULE_BASES
-from .tree import walk
+from .tree import nodes_of
 from .names import dotted, keyword, qualified_names
 
 DATASET_BASES = frozenset({
@@ -25,6 +25,7 @@ DATASET_BASES = frozenset({
 # Keywords whose function argument runs inside DataLoader workers or data pipelines.
 DATA_CALLBACK_KEYWORDS = frozenset({"collate_fn", "transform", "target_transform", "transforms",
                                     "worker_init_fn", "pre_transform"})
+T = TypeVar("T")
 
 
 class ScopeKind(enum.Enum):
@@ -44,6 +45,15 @@ class ClassFacts:
     dataset_classes: set[str] = field(default_factory=set)
     data_callbacks: set[str] = field(default_factory=set)
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)
+    # Answers computed once per tree for every rule of a pass: {name: (module, answer)}.
+    derived: dict[str, tuple] = field(default_factory=dict, repr=False, compare=False)
+
+    def remembered(self, name: str, module: cst.Module, compute: Callable[[], T]) -> T:
+        """``compute()`` for ``module``, once: the facts live as long as one tree's pass."""
+        cached = self.derived.get(name)
+        if cached is None or cached[0] is not module:
+            cached = self.derived[name] = (module, compute())
+        return cached[1]
 
 
 def collect_class_facts(module: cst.Module, metadata: Mapping,
@@ -52,7 +62,7 @@ def collect_class_facts(module: cst.Module, metadata: Mapping,
     sees from this file (``from models import ResNet18``); they build models here too."""
     facts = ClassFacts()
     bases: dict[str, set[str]] = {}
-    for node in walk(module):
+    for node in nodes_of(module, cst.ClassDef, cst.Call):
         if isinstance(node, cst.ClassDef):
             facts.classes[node.name.value] = node
             names: set[str] = set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from bisect import bisect_left
 import textwrap
 from typing import Iterable, Iterator, Mapping
 
@@ -15,8 +16,112 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node under ``node`` (itself included), in source order.
 
     Reads the child fields directly: ``node.children`` rebuilds the node to collect them,
-    which made this helper a fifth of devmod's run time.
+    which made this helper a fifth of devmod's run time. Under a tree the index holds (see
+    ``TreeIndex``), the answer is a slice of its one walk.
     """
+    index = _INDEX
+    found = index.subtree(node) if index is not None else None
+    if found is None and type(node) is cst.Module:
+        index = TreeIndex.of(node)
+        found = index.order if index is not None else None
+    return iter(found) if found is not None else _walk(node)
+
+
+def nodes_of(node: cst.CSTNode, *kinds: type) -> list[cst.CSTNode]:
+    """The nodes under ``node`` (itself included) that are instances of ``kinds``, in source
+    order: ``[n for n in walk(node) if isinstance(n, kinds)]``, read from the index by type."""
+    index = _INDEX
+    found = index.of_kinds(node, kinds) if index is not None else None
+    if found is None and type(node) is cst.Module:
+        index = TreeIndex.of(node)
+        found = index.of_kinds(node, kinds) if index is not None else None
+    return found if found is not None else [n for n in _walk(node) if isinstance(n, kinds)]
+
+
+class TreeIndex:
+    """One walk of a module, kept while devmod works on that tree: every node in source order
+    (pre-order, as ``walk`` yields them), where each node's subtree ends, and the positions of
+    each node class. The rules' analyses ask for a whole-tree or a subtree walk, or for the
+    nodes of a few classes, dozens of times per pass; each is a slice of this walk.
+
+    Only one tree is held (the one asked last); ``forget`` drops it when a file is done, so a
+    finished file's tree is never kept alive."""
+
+    LIMIT = 400_000  # nodes: a larger tree (a generated file) is walked as before, not indexed
+
+    def __init__(self, module: cst.Module, order: list, ends: list, starts: dict, kinds: dict) -> None:
+        self.module, self.order, self.ends, self.starts, self.kinds = module, order, ends, starts, kinds
+
+    @classmethod
+    def of(cls, module: cst.Module) -> "TreeIndex | None":
+        global _INDEX, _REFUSED
+        if _INDEX is not None and _INDEX.module is module:
+            return _INDEX
+        _INDEX = None  # the tree it held is done with
+        if _REFUSED is module:
+            return None
+        order: list[cst.CSTNode] = []
+        ends: list[int] = []
+        starts: dict[int, int] = {}
+        kinds: dict[type, list[int]] = {}
+        stack: list = [module]
+        push, extend = stack.append, stack.extend
+        while stack:
+            node = stack.pop()
+            if type(node) is int:  # the end marker of the subtree that starts at this position
+                ends[node] = len(order)
+                continue
+            position = len(order)
+            order.append(node)
+            ends.append(0)
+            starts[id(node)] = position  # a node shared by two places: either subtree is the same
+            kind = type(node)
+            found = kinds.get(kind)
+            if found is None:
+                kinds[kind] = [position]
+            else:
+                found.append(position)
+            push(position)
+            children = children_of(node)
+            children.reverse()
+            extend(children)
+            if position > cls.LIMIT:
+                _REFUSED = module
+                return None
+        _INDEX = cls(module, order, ends, starts, kinds)
+        return _INDEX
+
+    def subtree(self, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+        start = self.starts.get(id(node))
+        if start is None or self.order[start] is not node:
+            return None  # not a node of this tree
+        return self.order[start:self.ends[start]]
+
+    def of_kinds(self, node: cst.CSTNode, kinds: tuple[type, ...]) -> list[cst.CSTNode] | None:
+        start = self.starts.get(id(node))
+        if start is None or self.order[start] is not node:
+            return None
+        end = self.ends[start]
+        lists = [positions for kind, positions in self.kinds.items() if issubclass(kind, kinds)]
+        order = self.order
+        if start == 0 and end == len(order):
+            picked = lists[0] if len(lists) == 1 else sorted(p for positions in lists for p in positions)
+        else:
+            picked = sorted(p for positions in lists
+                            for p in positions[bisect_left(positions, start):bisect_left(positions, end)])
+        return [order[p] for p in picked]
+
+    @staticmethod
+    def forget() -> None:
+        global _INDEX, _REFUSED
+        _INDEX = _REFUSED = None
+
+
+_INDEX: TreeIndex | None = None
+_REFUSED: cst.Module | None = None  # the tree too large to index (held until ``forget``)
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()

@@ -49,7 +49,7 @@ from ..analysis.pinned import pinned_to_cpu
 from ..analysis.groups import blocked_callee
 from ..analysis.roles import is_loss_callee, is_model_callee, model_variables, raw_weight_functions
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.tree import walk
+from ..analysis.tree import nodes_of, walk
 from .base import Invalid, Rule, Valid
 
 
@@ -72,7 +72,7 @@ class BatchToDevice(Rule):
         # DM201 ran first: a function reading raw weights it placed on the device is a model too.
         self._model_names = model_variables(self.metadata, node, self.facts) | raw_weight_functions(node)
         # The file packs sequences somewhere (maybe in forward, behind `model(x, lengths)`).
-        self._packs = any(isinstance(n, cst.Name) and n.value == "pack_padded_sequence" for n in walk(node))
+        self._packs = any(n.value == "pack_padded_sequence" for n in nodes_of(node, cst.Name))
         return True
 
     def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
@@ -140,8 +140,8 @@ class BatchToDevice(Rule):
         if not isinstance(function, cst.FunctionDef):
             return False
         index = next((i for i, p in enumerate(function.params.params) if p is param), None)
-        for call in walk(self.tree):
-            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function.name.value:
+        for call in nodes_of(self.tree, cst.Call):
+            if isinstance(call.func, cst.Name) and call.func.value == function.name.value:
                 given = argument_for(call, index, func.value) if index is not None else None
                 if isinstance(given, cst.Name) and pinned_to_cpu(self.metadata, given):
                     return True

@@ -30,7 +30,7 @@ from ..analysis.candidates import FileFacts, method_name
 from ..analysis.guards import gpu_only
 from ..analysis.roles import holds_no_tensors
 from ..analysis.scopes import only_assigned_value, scope_bindings
-from ..analysis.tree import ancestors, code_of, mentions_name, walk
+from ..analysis.tree import ancestors, code_of, mentions_name, nodes_of, walk
 from ..analysis.names import method_call, qualified_names
 from .base import Invalid, Rule, Valid
 
@@ -59,8 +59,8 @@ class CudaCall(Rule):
         """``torch.cuda.set_device(args.gpu)`` in the file: the script already chose that GPU
         per process (moco-v3's main_lincls), so ``.cuda(args.gpu)`` is its own correct code."""
         if self._set_devices is None:
-            self._set_devices = {code_of(n.args[0].value) for n in walk(self.tree) if isinstance(n, cst.Call)
-                                 and n.args and "torch.cuda.set_device" in qualified_names(self.metadata, n.func)}
+            self._set_devices = {code_of(n.args[0].value) for n in nodes_of(self.tree, cst.Call)
+                                 if n.args and "torch.cuda.set_device" in qualified_names(self.metadata, n.func)}
         return code_of(index) in self._set_devices
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

@@ -44,7 +44,7 @@ from ..analysis.names import dotted, keyword, method_call, positional, qualified
 from ..analysis.roles import factory_name
 from ..analysis.tensors import is_dtype
 from ..analysis.scopes import scope_bindings
-from ..analysis.tree import ancestors, code_of, walk
+from ..analysis.tree import ancestors, code_of, nodes_of
 from .base import Invalid, Rule, Valid
 
 # Tensor methods that keep a tensor where it is.
@@ -302,7 +302,7 @@ def _moves_itself(klass: cst.ClassDef) -> bool:
 
 
 def _all_assign_targets(module: cst.Module):
-    return (n for n in walk(module) if isinstance(n, cst.Assign))
+    return iter(nodes_of(module, cst.Assign))
 
 
 def _may_be_on_device(facts: FileFacts, expr: ast.AST, depth: int, seen: set[str]) -> bool:

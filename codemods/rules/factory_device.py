@@ -45,7 +45,7 @@ from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 from ..analysis.candidates import FileFacts, keywords, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, is_torch_device_call
 from ..analysis.names import dotted, keyword, keyword_arg, positional, qualified_names, torch_module_alias
-from ..analysis.tree import ancestors, code_of, to_call, walk
+from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
 from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, assigned_value, only_assigned_value, only_binding, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes, dominating_binding_above, samples_a_distribution
@@ -374,8 +374,8 @@ class FactoryDevice(Rule):
         scopes = self.metadata[ScopeProvider]
         if self.state.cpu_scopes is None or self.state.cpu_scopes[0] is not self.tree:
             makers: dict[int, list[cst.Call]] = {}  # one walk per tree: the CPU tensors of each scope
-            for node in walk(self.tree):
-                if isinstance(node, cst.Call) and (self._host_tensor_maker(node) or samples_a_distribution(node)
+            for node in nodes_of(self.tree, cst.Call):
+                if (self._host_tensor_maker(node) or samples_a_distribution(node)
                                                    or self._drawn_from_a_generator(node)
                                                    or self._brought_to_host(node)):
                     makers.setdefault(id(scopes.get(node)), []).append(node)
@@ -557,7 +557,7 @@ class FactoryDevice(Rule):
         if function is None or param not in function.params.params:
             return False
         index = list(function.params.params).index(param)
-        calls = [n for n in walk(self.tree) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+        calls = [n for n in nodes_of(self.tree, cst.Call) if isinstance(n.func, cst.Name)
                  and n.func.value == function.name.value]
         if not calls:
             return False

@@ -46,7 +46,7 @@ from ..analysis.names import dotted, keyword, keyword_arg, method_call, position
 from ..analysis.roles import factory_name, is_loader_constructor
 from ..analysis.tensors import bound_before
 from ..analysis.scopes import scope_bindings
-from ..analysis.tree import walk
+from ..analysis.tree import nodes_of, walk
 from .base import Invalid, Rule, Valid
 
 LEGACY_DTYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -132,8 +132,8 @@ class LegacyCuda(Rule):
 
     def _plan_aliases(self, module: cst.Module) -> None:
         scopes = self.metadata[ScopeProvider]
-        for node in walk(module):
-            if not (isinstance(node, cst.Assign) and len(node.targets) == 1
+        for node in nodes_of(module, cst.Assign):
+            if not (len(node.targets) == 1
                     and isinstance(node.targets[0].target, cst.Name)):
                 continue
             typed = self._alias_dtype(node.value)
@@ -181,8 +181,8 @@ class LegacyCuda(Rule):
 
     def _plan_variable_imports(self, module: cst.Module) -> None:
         scopes = self.metadata[ScopeProvider]
-        for node in walk(module):
-            if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
+        for node in nodes_of(module, cst.ImportFrom):
+            if isinstance(node.names, cst.ImportStar):
                 continue
             if dotted(node.module or cst.Name("_")) not in ("torch.autograd", "torch.autograd.variable"):
                 continue

@@ -48,7 +48,7 @@ from ..analysis.roles import (builds_model, holds_no_tensors, loss_weight_argume
                               wrapper_kind)
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tensors import uses_of_binding
-from ..analysis.tree import ancestors, to_call, walk
+from ..analysis.tree import ancestors, nodes_of, to_call, walk
 from .base import Invalid, Rule, Valid
 
 _MOVES = ("to", "cuda", "to_empty")
@@ -225,8 +225,8 @@ class ModelToDevice(Rule):
 
     def _moved_in_a_loop(self, assign, name: str) -> bool:
         """``for m in nets: m.to(device)`` / ``[m.cuda() for m in nets]``: the author moves them."""
-        for node in walk(self.tree):
-            if isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.iter, cst.Name) \
+        for node in nodes_of(self.tree, cst.For, cst.CompFor):
+            if isinstance(node.iter, cst.Name) \
                     and node.iter.value == name:
                 scope = node.body if isinstance(node, cst.For) else self.metadata[ParentNodeProvider].get(node)
                 if any(isinstance(n, cst.Attribute) and n.attr.value in ("to", "cuda") for n in walk(scope)):

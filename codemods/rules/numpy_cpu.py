@@ -31,7 +31,7 @@ from ..analysis.names import argument_for, keyword, method_call, positional, qua
 from ..analysis.roles import HOST_MAKERS, builds_model, is_model_callee, model_variables
 from ..analysis.scopes import assigned_value, only_binding, scope_bindings
 from ..analysis.tensors import is_surely_tensor, surely_tensor_variable, uses_of
-from ..analysis.tree import ancestors, line_of, mentions_name, walk
+from ..analysis.tree import ancestors, line_of, mentions_name, nodes_of
 from .base import Invalid, Rule, Valid
 
 # Methods that only a torch tensor has among objects offering ``.numpy()`` (TensorFlow
@@ -165,8 +165,8 @@ class NumpyCpu(Rule):
         if not isinstance(function, cst.FunctionDef) or param not in function.params.params:
             return False
         index = list(function.params.params).index(param)
-        for call in walk(self.tree):
-            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function.name.value:
+        for call in nodes_of(self.tree, cst.Call):
+            if isinstance(call.func, cst.Name) and call.func.value == function.name.value:
                 given = argument_for(call, index, param.name.value)
                 if given is not None and self._from_a_model(given, depth + 1):
                     return True
@@ -209,7 +209,7 @@ class NumpyCpu(Rule):
             if isinstance(function, cst.FunctionDef) and parents.get(function) is self.tree else None
         if index is None:
             return False
-        calls = [n for n in walk(self.tree) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+        calls = [n for n in nodes_of(self.tree, cst.Call) if isinstance(n.func, cst.Name)
                  and n.func.value == function.name.value and only_binding(self.metadata, n.func) is function]
         return bool(calls) and all(self._cpu_made(argument_for(call, index, param.name.value), call) for call in calls)
 

@@ -34,7 +34,7 @@ from ..analysis.device_anchor import (DevicePlaces, bound_at_module_level, devic
                                       imports_torch_module, pure, star_bound)
 from ..analysis.devices import movable
 from ..analysis.scopes import is_main_guard
-from ..analysis.tree import ancestors, code_of, top_level_statement, walk
+from ..analysis.tree import ancestors, children_of, code_of, nodes_of, top_level_statement
 from ..comments import is_cell_marker
 from .base import Invalid, Rule, Valid
 
@@ -69,6 +69,7 @@ class SharedDevice(Rule):
     def visit_Module(self, node: cst.Module) -> bool:
         super().visit_Module(node)
         self._remove: set[cst.CSTNode] = set()
+        self._on_path: set[cst.CSTNode] | None = None
         self._insert: list[cst.BaseStatement] = []
         self._anchor = -1
         self._keeper: cst.CSTNode | None = None  # the definition kept; comments of dropped copies join it
@@ -177,8 +178,8 @@ class SharedDevice(Rule):
     def _local_duplicates(self, module: cst.Module, name: str, statement: cst.SimpleStatementLine):
         """Function-level copies of the very definition being added become redundant."""
         wanted = code_of(statement.body[0])
-        for node in walk(module):
-            if isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock):
+        for node in nodes_of(module, cst.FunctionDef):
+            if isinstance(node.body, cst.IndentedBlock):
                 for stmt in node.body.body:
                     if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
                             and code_of(stmt.body[0]) == wanted and len(node.body.body) > 1):
@@ -233,8 +234,13 @@ class SharedDevice(Rule):
 
     def _strip(self, statement: cst.BaseStatement) -> cst.BaseStatement:
         """Remove duplicate definitions nested in blocks (module-level ones went above)."""
-        if self._remove and not isinstance(statement, cst.SimpleStatementLine):
-            return statement.visit(_Remover(self._remove))
+        if not self._remove or isinstance(statement, cst.SimpleStatementLine):
+            return statement
+        if self._on_path is None:  # the blocks that hold a removed statement: only they are rebuilt
+            self._on_path = {parent for node in self._remove for parent in ancestors(self.metadata, node)}
+        # ``statement`` may be a copy with other leading lines: its children are the originals
+        if statement in self._on_path or any(child in self._on_path for child in children_of(statement)):
+            return statement.visit(_Remover(self._remove, self._on_path))
         return statement
 
     VALID = [
@@ -277,9 +283,13 @@ class SharedDevice(Rule):
 
 
 class _Remover(cst.CSTTransformer):
-    def __init__(self, remove: set[cst.CSTNode]) -> None:
+    def __init__(self, remove: set[cst.CSTNode], on_path: set[cst.CSTNode]) -> None:
         super().__init__()
-        self.remove = remove
+        self.remove, self.on_path, self.entered = remove, on_path, False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        entered, self.entered = self.entered, True
+        return not entered or node in self.on_path  # a block without a removed statement is kept as is
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         return cst.RemovalSentinel.REMOVE if original_node in self.remove else updated_node

@@ -36,8 +36,14 @@ def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
 
 
 def _names_a_gpu(expr: cst.CSTNode) -> bool:
-    """Does ``expr`` read a GPU switch (any name or attribute with ``gpu`` or ``cuda`` in it)?"""
+    """Does ``expr`` read a GPU switch (any name or attribute with ``gpu`` or ``cuda`` in it), or
+    compare with a CUDA device's name (``self.device.type == 'cuda'``, ``str(device) == 'cuda:0'``)?"""
     for node in walk(expr):
+        if isinstance(node, cst.Comparison) and any(
+                isinstance(side, cst.SimpleString) and isinstance(side.evaluated_value, str)
+                and side.evaluated_value.split(":")[0] == "cuda"
+                for side in (node.left, *(target.comparator for target in node.comparisons))):
+            return True
         name = node.value if isinstance(node, cst.Name) else (
             node.attr.value if isinstance(node, cst.Attribute) else "")
         if "gpu" in name.lower() or "cuda" in name.lower():

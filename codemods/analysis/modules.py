@@ -16,7 +16,7 @@ from libcst.metadata.scope_provider import ImportAssignment
 
 from .names import dotted, positional
 from .scopes import ClassFacts, Place, ScopeKind, assigned_value, scope_bindings
-from .tree import walk
+from .tree import ancestors, walk
 
 _REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
 
@@ -216,3 +216,85 @@ def builds_parts_when_run(klass: cst.ClassDef) -> bool:
     return any(isinstance(node, cst.Call) and registers_on_self(node)
                for method in body if isinstance(method, cst.FunctionDef) and method.name.value != "__init__"
                for node in walk(method))
+
+
+def ignored_argument(metadata: Mapping, facts: ClassFacts, klass: cst.ClassDef, parameter: str, depth: int = 0) -> bool:
+    """Is ``klass(..., parameter=value)``'s value never used? ``__init__`` only keeps it as
+    ``self.device`` (or hands it on to another class of the file that ignores it), and every
+    method reading ``self.device`` sets it first (``self.device = x.device`` at the top of
+    ``forward``) or runs only after a method that did. A CUDA device given there places nothing."""
+    init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None or depth > 3 or parameter not in {p.name.value for p in init.params.params}:
+        return False
+    parents = metadata[cst.metadata.ParentNodeProvider]
+    kept: set[str] = set()
+    for name in walk(init.body):
+        if not isinstance(name, cst.Name) or name.value != parameter:
+            continue
+        holder = parents.get(name)
+        if isinstance(holder, cst.Attribute) and holder.attr is name or isinstance(holder, cst.Arg) and holder.keyword is name:
+            continue  # ``x.device``, ``f(device=...)``: not the variable
+        target = holder.targets[0].target if isinstance(holder, cst.Assign) and len(holder.targets) == 1 else None
+        call = parents.get(holder) if isinstance(holder, cst.Arg) else None
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            kept.add(target.attr.value)
+        elif isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in facts.classes \
+                and holder.keyword is not None and ignored_argument(
+                    metadata, facts, facts.classes[call.func.value], holder.keyword.value, depth + 1):
+            continue
+        else:
+            return False
+    return all(_set_before_read(metadata, facts, klass, attribute) for attribute in kept)
+
+
+def _set_before_read(metadata: Mapping, facts: ClassFacts, klass: cst.ClassDef, attribute: str) -> bool:
+    family = class_family(facts, klass)
+    if len(family) != 1:
+        return False  # a subclass may read it anywhere
+    methods = {s.name.value: s for s in klass.body.body if isinstance(s, cst.FunctionDef)}
+
+    def setter_index(method: cst.FunctionDef) -> int | None:
+        """The top-level statement of ``method`` that sets ``self.<attribute>`` from other values."""
+        for index, statement in enumerate(method.body.body):
+            smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+            for small in smalls:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and _is_self_attribute(
+                        small.targets[0].target, attribute) and not any(
+                        _is_self_attribute(n, attribute) for n in walk(small.value)):
+                    return index
+        return None
+
+    def statement_index(method: cst.FunctionDef, node: cst.CSTNode) -> int:
+        top = node
+        for parent in ancestors(metadata, node):
+            if parent is method.body:
+                return list(method.body.body).index(top)
+            top = parent
+        return -1
+
+    for use in attribute_uses(family, attribute):
+        if isinstance(metadata[cst.metadata.ParentNodeProvider].get(use), cst.AssignTarget):
+            continue
+        method = next((a for a in ancestors(metadata, use) if isinstance(a, cst.FunctionDef)), None)
+        if method is None or method.name.value == "__init__" or method not in methods.values():
+            return False
+        first = setter_index(method)
+        if first is not None:
+            if statement_index(method, use) <= first:
+                return False
+            continue
+        # only called by methods of the class after they set it (``forward`` -> ``conv_trans_conv``)
+        calls = [c for c in walk(klass) if isinstance(c, cst.Call) and _is_self_attribute(c.func, method.name.value)]
+        for call in calls:
+            caller = next((a for a in ancestors(metadata, call) if isinstance(a, cst.FunctionDef)), None)
+            first = setter_index(caller) if caller is not None else None
+            if first is None or statement_index(caller, call) <= first:
+                return False
+        if not calls:
+            return False
+    return True
+
+
+def _is_self_attribute(node: cst.CSTNode, attribute: str) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == attribute \
+        and isinstance(node.value, cst.Name) and node.value.value == "self"

@@ -51,10 +51,14 @@ def layer_has_state(names: set[str], call: cst.Call) -> bool:
     return True
 
 
-def holds_no_tensors(metadata: Mapping, call: cst.Call) -> bool:
+def holds_no_tensors(metadata: Mapping, call: cst.Call, facts: ClassFacts | None = None, depth: int = 0) -> bool:
     """``nn.NLLLoss()``, ``nn.LogSoftmax(dim=1)``: a torch.nn module that surely has no parameter
     or buffer, so ``.cuda()`` / ``.to()`` on it moves nothing and cannot fail on any machine.
-    Containers are not (they hold what they are given), nor losses given a weight."""
+    Containers are not (they hold what they are given), nor losses given a weight. With
+    ``facts``, also a module class of the file that keeps only such modules and plain values
+    (a moving average around ``nn.AvgPool1d``)."""
+    if facts is not None and isinstance(call.func, cst.Name) and call.func.value in facts.classes:
+        return depth < 4 and _class_holds_no_tensors(metadata, facts.classes[call.func.value], facts, depth + 1)
     names = last_part(is_torch_nn_class(metadata, call))
     if not names or names & _CONTAINERS:
         return False
@@ -63,6 +67,55 @@ def holds_no_tensors(metadata: Mapping, call: cst.Call) -> bool:
     return not layer_has_state(names, call)
 
 
+
+
+# Calls that give a module a parameter, a buffer or a sub-module of any kind
+_REGISTERING = frozenset({"register_buffer", "register_parameter", "add_module", "register_module", "setattr",
+                          "Parameter", "ParameterList", "ParameterDict"})
+
+
+def _class_holds_no_tensors(metadata: Mapping, klass: cst.ClassDef, facts: ClassFacts, depth: int) -> bool:
+    """A direct ``nn.Module`` subclass whose every ``self.<attr> = value`` keeps a module without
+    tensors or a plain value (a number, a string, a parameter never called as a module)."""
+    if not klass.bases or any(qualified_names(metadata, base.value) != {"torch.nn.Module"} or base.keyword
+                              for base in klass.bases):
+        return False
+    for call in nodes_of(klass, cst.Call):
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        if name in _REGISTERING:
+            return False
+    called = {node.func.attr.value for node in nodes_of(klass, cst.Call) if isinstance(node.func, cst.Attribute)
+              and isinstance(node.func.value, cst.Name) and node.func.value.value == "self"}
+    for node in nodes_of(klass, cst.Assign, cst.AnnAssign, cst.AugAssign):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                    and target.value.value == "self" and node.value is not None \
+                    and not _plain_value(metadata, node.value, facts, depth, target.attr.value in called):
+                return False
+            if not isinstance(target, (cst.Name, cst.Attribute)):
+                return False  # ``self.a, self.b = ...``: not read further
+    return True
+
+
+def _plain_value(metadata: Mapping, value: cst.BaseExpression, facts: ClassFacts, depth: int, called: bool) -> bool:
+    """A value that adds no tensor to a module: a tensor-less module, a literal, arithmetic, or a
+    name that is never called as a module (``self.k = k``)."""
+    if isinstance(value, cst.Call):
+        return holds_no_tensors(metadata, value, facts, depth)
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        return not called
+    if isinstance(value, cst.BinaryOperation):
+        return all(_plain_value(metadata, side, facts, depth, called) for side in (value.left, value.right))
+    if isinstance(value, cst.UnaryOperation):
+        return _plain_value(metadata, value.expression, facts, depth, called)
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(isinstance(e, cst.Element) and _plain_value(metadata, e.value, facts, depth, called)
+                   for e in value.elements)
+    return False
 
 
 def factory_name(metadata: Mapping, node: cst.CSTNode) -> str | None:

@@ -142,12 +142,28 @@ class FactoryDevice(Rule):
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
                 or self._lengths_on_cpu(original_node) or self._beside_a_blocked_group(original_node) \
-                or self._meets_unmoved_host_tensor(original_node) or self._beside_cpu_tensors(original_node):
+                or self._meets_unmoved_host_tensor(original_node) or self._beside_cpu_tensors(original_node) \
+                or self._other_branch_places(original_node, device):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
         return self.fix(original_node, updated_node, with_keyword(updated_node, "device", device),
                         f"`{factory_name(self.metadata, original_node)}` creates a CPU tensor here: add `device=`")
+
+    def _other_branch_places(self, call: cst.Call, device: cst.BaseExpression) -> bool:
+        """``if cora: x = torch.tensor(a, device=device) ... elif ppi: x = torch.tensor(b)``: the
+        function places with its ``device`` parameter in one branch and not in the other, so the
+        other's tensors stay on the CPU on purpose (a data set too large for the GPU, moved batch
+        by batch by its caller)."""
+        if not isinstance(device, cst.Name):
+            return False
+        function = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.FunctionDef)), None)
+        if function is None or device.value not in {p.name.value for p in function.params.params}:
+            return False
+        placed = [arg for arg in nodes_of(function.body, cst.Arg) if isinstance(arg.value, cst.Name)
+                  and arg.value.value == device.value and arg.keyword is not None and arg.keyword.value == "device"
+                  and self.written_by_user(arg)]  # (not one an earlier pass added)
+        return any(_in_other_branches(self.metadata, arg, call) for arg in placed)
 
     def _host_tensor_maker(self, call: cst.Call) -> str | None:
         """What makes a CPU tensor here that takes no ``device=``: ``torch.from_numpy``, a legacy
@@ -953,6 +969,22 @@ class Sampler(nn.Module):
         return torch.randn(n, 3, device=self.device)
 '''),
     ]
+
+
+def _in_other_branches(metadata, one: cst.CSTNode, other: cst.CSTNode) -> bool:
+    """Are ``one`` and ``other`` in different arms of one ``if`` (``elif`` / ``else``)?"""
+    arms: dict[cst.If, cst.CSTNode] = {}
+    child = other
+    for parent in ancestors(metadata, other):
+        if isinstance(parent, cst.If) and child is not parent.test:
+            arms[parent] = child
+        child = parent
+    child = one
+    for parent in ancestors(metadata, one):
+        if parent in arms:
+            return child is not parent.test and child is not arms[parent]
+        child = parent
+    return False
 
 
 def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:

@@ -25,12 +25,13 @@ whatever device they were saved from, which need not be the model's.
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from ..analysis.candidates import FileFacts
-from ..analysis.names import keyword, positional, qualified_names
+from ..analysis.names import dotted, keyword, positional, qualified_names
 from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind
 from ..analysis.tree import ancestors, walk
@@ -39,6 +40,8 @@ from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
 
 
+# Objects whose ``load_state_dict`` copies tensors to where their own state is.
+_STATEFUL_WORDS = re.compile(r"optim|sched|scaler|(^|\.)(opt|lr)($|_)", re.IGNORECASE)
 # A model's own methods: a loaded object asked for these runs as a model.
 _MODEL_API = frozenset({"eval", "train", "forward", "parameters", "named_parameters", "modules", "children"})
 
@@ -71,6 +74,8 @@ class LoadMapLocation(Rule):
         if isinstance(device, cst.SimpleString) and self._may_be_a_whole_model(original_node) \
                 and self.devices.place(original_node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return updated_node  # on the CPU it would meet the data its saver placed: left as the author has it
+        if isinstance(device, cst.SimpleString) and self._used_as_loaded(original_node):
+            return updated_node  # (an EMA shadow kept as restored, used beside the model's parameters)
         return self.fix(original_node, updated_node, with_keyword(updated_node, "map_location", device),
                         "`torch.load` without `map_location` restores tensors to the device they were saved on")
 
@@ -91,6 +96,36 @@ class LoadMapLocation(Rule):
                 return True
             if isinstance(holder, cst.Attribute) and holder.value is use and holder.attr.value in _MODEL_API:
                 return True
+        return False
+
+    def _used_as_loaded(self, load: cst.Call) -> bool:
+        """Is a part of the loaded object used as it is, not copied into a model or an optimizer?
+        ``shadow = states[1]`` then ``p.data + shadow[n]``, ``self.shadow = ...``, or a
+        ``load_state_dict`` of some other object (ddim's ``ema_helper.load_state_dict(states[4])``
+        keeps the dict): restored to the CPU, those tensors would meet the parameters on the GPU."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, load)
+        pieces = [load] if name is None else list(uses_of_binding(self.metadata, name))
+        models = model_variables(self.metadata, self.tree, self.facts)
+        for piece in pieces:
+            expr = piece
+            while isinstance(parents.get(expr), cst.Subscript) and parents[expr].value is expr:
+                expr = parents[expr]
+            holder = parents.get(expr)
+            call = parents.get(holder) if isinstance(holder, cst.Arg) else None
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                    and call.func.attr.value == "load_state_dict":
+                receiver = dotted(call.func.value) or ""
+                if receiver == "self" and self.devices.place(load).kind is ScopeKind.MODEL_METHOD:
+                    continue  # the model itself
+                if not (receiver in models or looks_like_model_name(receiver) or _STATEFUL_WORDS.search(receiver)):
+                    return True
+            elif isinstance(holder, cst.Assign) and expr is not piece:
+                target = holder.targets[0].target if len(holder.targets) == 1 else None
+                if not isinstance(target, cst.Name) or any(
+                        isinstance(parents.get(use), (cst.BinaryOperation, cst.Subscript))
+                        for use in uses_of_binding(self.metadata, target)):
+                    return True  # ``self.shadow = states[1]``, or ``shadow[n]`` in arithmetic
         return False
 
     def _device(self, node: cst.Call) -> cst.BaseExpression:

@@ -31,8 +31,8 @@ from ..analysis.candidates import FileFacts, dotted as ast_dotted, init_assignme
 from ..analysis.devices import construction_methods
 from ..analysis.modules import attribute_uses, class_family, init_attribute, nn_alias, only_binding
 from ..analysis.names import dotted, last_part
-from ..analysis.roles import builds_model, is_torch_nn_class
-from ..analysis.tree import ancestors
+from ..analysis.roles import builds_model, holds_no_tensors, is_torch_nn_class
+from ..analysis.tree import ancestors, nodes_of, walk
 from .base import Invalid, Rule, Valid
 
 # torch.nn containers that register the modules they are given.
@@ -93,8 +93,11 @@ class ModuleContainer(Rule):
             return updated_node
         if self._read_only_while_built(place.klass, attribute):
             return updated_node  # a lookup table for __init__ (``self.backbone = self.nets[name]``)
-        if self._registered_through_container(place.klass, attribute):
+        if self._registered_through_container(place.klass, attribute) \
+                or self._registered_one_by_one(place.klass, attribute):
             return updated_node
+        if self._holds_no_tensors(original_node.value, place.klass, attribute):
+            return updated_node  # nothing for model.to() or parameters() to miss
         call = cst.Call(cst.parse_expression(f"{nn_alias(self.tree, self.torch_alias)}.{container}"),
                         [cst.Arg(updated_node.value)] if not _empty(original_node.value) else [])
         replacement = updated_node.with_changes(value=call)
@@ -152,6 +155,36 @@ class ModuleContainer(Rule):
             if isinstance(call, cst.Call) and last_part(is_torch_nn_class(self.metadata, call)) & _CONTAINERS:
                 return True
         return False
+
+    def _registered_one_by_one(self, klass: cst.ClassDef, attribute: str) -> bool:
+        """``for i, head in enumerate(self.heads): self.add_module(f"head_{i}", head)`` (or
+        ``setattr(self, name, self.heads[i])``): each module is registered already."""
+        for use in attribute_uses(class_family(self.facts, klass), attribute):
+            for parent in ancestors(self.metadata, use):
+                if isinstance(parent, cst.Call) and _registers(parent):
+                    return True
+                if isinstance(parent, cst.For) and any(node is use for node in walk(parent.iter)) \
+                        and any(_registers(call) for call in nodes_of(parent.body, cst.Call)):
+                    return True
+                if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+                    break
+        return False
+
+    def _holds_no_tensors(self, value: cst.BaseExpression, klass: cst.ClassDef, attribute: str) -> bool:
+        """Every module the container would hold has no parameter or buffer (``nn.AvgPool1d``, or
+        a class of the file around such modules)."""
+        if isinstance(value, cst.List) and not value.elements:  # filled by ``append`` (``_filled_with_modules``)
+            built = [self._call_of(use).args[0].value for use in attribute_uses(class_family(self.facts, klass), attribute)
+                     if self._method_called(use) == "append"]
+        elif isinstance(value, cst.List):
+            built = [e.value for e in value.elements]
+        elif isinstance(value, cst.ListComp):
+            built = [value.elt]
+        elif isinstance(value, (cst.Dict, cst.DictComp)):
+            built = [e.value for e in value.elements] if isinstance(value, cst.Dict) else [value.value]
+        else:
+            return False
+        return all(isinstance(b, cst.Call) and holds_no_tensors(self.metadata, b, self.facts) for b in built)
 
     def _filled_with_modules(self, klass: cst.ClassDef, attribute: str) -> bool:
         """``self.<attr> = []`` followed only by ``self.<attr>.append(<module>)``."""
@@ -225,14 +258,26 @@ class ModuleContainer(Rule):
             "        return [head(x) for head in self.heads.values()]\n",
         ),
         Invalid(
-            "import torch\n\nclass Block(torch.nn.Module):\n    pass\n\nclass Net(torch.nn.Module):\n"
+            "import torch\n\nclass Block(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.fc = torch.nn.Linear(2, 2)\n\nclass Net(torch.nn.Module):\n"
             "    def __init__(self, n):\n        super().__init__()\n        self.blocks = []\n"
             "        for _ in range(n):\n            self.blocks.append(Block())\n",
-            "import torch\n\nclass Block(torch.nn.Module):\n    pass\n\nclass Net(torch.nn.Module):\n"
+            "import torch\n\nclass Block(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.fc = torch.nn.Linear(2, 2)\n\nclass Net(torch.nn.Module):\n"
             "    def __init__(self, n):\n        super().__init__()\n        self.blocks = torch.nn.ModuleList()\n"
             "        for _ in range(n):\n            self.blocks.append(Block())\n",
         ),
     ]
+
+
+def _registers(call: cst.Call) -> bool:
+    """``self.add_module(name, m)``, ``self.register_module(name, m)``, ``setattr(self, name, m)``."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return isinstance(func.value, cst.Name) and func.value.value == "self" \
+            and func.attr.value in ("add_module", "register_module")
+    return isinstance(func, cst.Name) and func.value == "setattr" and bool(call.args) \
+        and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "self"
 
 
 def _empty(value: cst.BaseExpression) -> bool:

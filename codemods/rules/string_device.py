@@ -35,6 +35,7 @@ from libcst.metadata import ScopeProvider
 from ..analysis.candidates import CUDA_STRINGS, FileFacts, method_name
 from ..analysis.guards import gpu_only
 from ..analysis.devices import DEVICE_LIKE_NAMES, cuda_string, guessed_from_parameters, hardcoded_cuda, is_torch_device_call
+from ..analysis.modules import ignored_argument
 from ..analysis.names import keyword, positional, qualified_names
 from ..analysis.tree import walk
 from .base import Invalid, Rule, Valid
@@ -202,11 +203,19 @@ class StringDevice(Rule):
                 return updated_node  # correct code where it runs (the author checked for a GPU): nothing to report
             if cuda_string(original_node.value) == "cuda" and self.devices.cuda_is_the_ranks(original_node):
                 return updated_node  # after ``torch.cuda.set_device``, "cuda" is the rank's GPU: correct code
+            if self._ignored_by_its_class(original_node):
+                return updated_node  # ``Block(device="cuda:0")`` whose ``forward`` sets ``self.device = x.device``
             self.report(original_node, "hard-coded CUDA device not rewritten: "
                         + self.devices.why_no_device(original_node))
             return updated_node
         return self.fix(original_node, updated_node, updated_node.with_changes(value=device),
                         "hard-coded CUDA device -> shared device")
+
+    def _ignored_by_its_class(self, arg: cst.Arg) -> bool:
+        call = self.metadata[cst.metadata.ParentNodeProvider].get(arg)
+        return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and arg.keyword is not None \
+            and call.func.value in self.facts.classes \
+            and ignored_argument(self.metadata, self.facts, self.facts.classes[call.func.value], arg.keyword.value)
 
     def _in_device_position(self, arg: cst.Arg) -> bool:
         if arg.keyword is not None:

@@ -25,7 +25,7 @@ _CPU_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "sea
 _METADATA_ATTRIBUTES = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda"})
 _CPU_METHODS = frozenset({"numpy", "tolist", "item", "cpu"})
 TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "detach", "clone", "view",
-                             "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous", "to",
+                             "reshape", "unsqueeze", "squeeze", "permute", "t", "transpose", "contiguous", "to",
                              "fill_", "normal_", "uniform_", "zero_", "requires_grad_", "expand"})
 # Methods that return a converted copy and leave the receiver alone: discarding the result is a no-op.
 CONVERSION_METHODS = frozenset({"to", "cpu", "cuda", "float", "double", "half", "bfloat16", "long", "int",
@@ -191,8 +191,32 @@ def _cpu_bound(metadata: Mapping, node: cst.CSTNode, depth: int, contained: bool
         return True
     target = _target_of(metadata, top)
     if target is None:
-        return False
+        parents = metadata[ParentNodeProvider]
+        holder = parents.get(top)  # ``edges.append(edge_index)``: where the list goes, it goes
+        listed = _appended_to(parents, holder) if isinstance(holder, cst.Arg) else None
+        return listed is not None and any(_cpu_bound(metadata, use, depth + 1, True)
+                                          for use in uses_of(metadata, listed) if not _fills(metadata, use))
     return any(_cpu_bound(metadata, use, depth + 1, contained) for use in uses_of_binding(metadata, target))
+
+
+def _fills(metadata: Mapping, use: cst.CSTNode) -> bool:
+    """``parts.append(...)`` / ``parts = []``: the list being filled, not read."""
+    parent = metadata[ParentNodeProvider].get(use)
+    return isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in ("append", "extend")
+
+
+def _same_root(current: cst.CSTNode, other: cst.CSTNode) -> bool:
+    """``edge_index - edge_index.min()``: the other operand is read from the same variable."""
+    def root(node: cst.CSTNode) -> cst.CSTNode:
+        while True:
+            if isinstance(node, cst.Call):
+                node = node.func
+            elif isinstance(node, (cst.Attribute, cst.Subscript)):
+                node = node.value
+            else:
+                return node
+    mine, theirs = root(current), root(other)
+    return isinstance(mine, cst.Name) and isinstance(theirs, cst.Name) and mine.value == theirs.value
 
 
 def _target_of(metadata: Mapping, value: cst.CSTNode) -> cst.Name | None:
@@ -224,7 +248,7 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
             current = chain_top(metadata, parent)  # ``posemb[0].reshape(...)``: a part, on the same device
         elif isinstance(parent, cst.BinaryOperation):
             other = parent.right if parent.left is current else parent.left
-            if not (is_number(other) or _cpu_rooted(metadata, other, depth)):
+            if not (is_number(other) or _cpu_rooted(metadata, other, depth) or _same_root(current, other)):
                 return current
             current = parent
         elif isinstance(parent, (cst.Arg, cst.Element)):

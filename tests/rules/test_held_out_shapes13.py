@@ -228,3 +228,32 @@ def test_a_cuda_device_given_to_a_block_that_takes_its_input_device_is_not_repor
     """)
     reports = [f.line for f in result.findings if f.code == "DM102" and not f.fixed]
     assert reports == [42]  # ``Placed`` reads it in forward: still reported
+
+
+def test_samples_appended_to_lists_that_feed_a_loader_stay_on_the_cpu():
+    # pytorch-GAT's PPI notebook: the loader takes ``device`` but keeps every graph on the CPU;
+    # the tensors go to lists (``edges.append(edge_index)``) that a DataLoader serves, and an edge
+    # index rebound as ``e - e.min()`` is plotted with ``.numpy()``. DM201 put them on the GPU.
+    source, result = run("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        class GraphDataLoader(DataLoader):
+            def __init__(self, feats, edges, batch_size=1):
+                super().__init__(list(zip(feats, edges)), batch_size=batch_size)
+
+
+        def load(n, device):
+            feats, edges = [], []
+            for i in range(n):
+                edge_index = torch.tensor([[0, 1], [1, 0]], dtype=torch.long).transpose(0, 1).contiguous()
+                edge_index = edge_index - edge_index.min()
+                edges.append(edge_index)
+                feats.append(torch.tensor([float(i)], dtype=torch.float))
+                if n > 5:
+                    print(edge_index.numpy())
+            return GraphDataLoader(feats[0:2], edges[0:2], batch_size=1)
+    """)
+    out = result.output
+    assert "dtype=torch.long).transpose(0, 1)" in out and "feats.append(torch.tensor([float(i)], dtype=torch.float))" in out

@@ -348,6 +348,8 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
             store = parents.get(parent)
             if isinstance(store, cst.AssignTarget):  # ``buf[i] = ...``: a store into it, not a flow out of it
                 return _mentions_cpu(parents.get(store).value)
+            if _indexed_by_tensor(metadata, parent):
+                return False  # ``freqs[idx].to(x.device)`` with ``idx`` from ``topk``: indexed before the move
             current = parent
         elif isinstance(parent, cst.Arg) and _appended_to(parents, parent) is not None:
             return _stacked_and_placed(metadata, _appended_to(parents, parent), depth, strict)
@@ -811,6 +813,31 @@ def bound_before(metadata: Mapping, node: cst.CSTNode, name: str) -> bool:
         return True
     line = line_of(metadata, node)
     return any(isinstance(a.node, cst.Param) or line_of(metadata, a.node) < line for a in local)
+
+
+_INDEX_MAKERS = frozenset({"topk", "sort", "argsort", "argmax", "argmin", "max", "min", "nonzero", "multinomial"})
+
+
+def _indexed_by_tensor(metadata: Mapping, subscript: cst.Subscript) -> bool:
+    """``table[idx]`` with a tensor index: a factory's result, or a name unpacked from
+    ``torch.topk`` / ``x.max(dim)`` and the like (on the device of the data they ranked)."""
+    for element in subscript.slice:
+        index = element.slice.value if isinstance(element.slice, cst.Index) else None
+        if index is None:
+            continue
+        if is_surely_tensor(metadata, index):
+            return True
+        if isinstance(index, cst.Name):
+            scope = metadata[ScopeProvider].get(index)
+            bindings = scope_bindings(scope, index.value) if scope is not None else []
+            for binding in bindings:
+                assign = next((a for a in ancestors(metadata, binding.node) if isinstance(a, cst.Assign)), None)
+                value = assign.value if assign is not None else None
+                if isinstance(value, cst.Call) and (
+                        isinstance(value.func, cst.Attribute) and value.func.attr.value in _INDEX_MAKERS
+                        or any(n.startswith("torch.") for n in qualified_names(metadata, value.func))):
+                    return True
+    return False
 
 
 def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:

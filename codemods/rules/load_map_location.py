@@ -25,23 +25,20 @@ whatever device they were saved from, which need not be the model's.
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts
 from ..analysis.names import dotted, keyword, positional, qualified_names
-from ..analysis.roles import looks_like_model_name, model_variables
-from ..analysis.scopes import ScopeKind
+from ..analysis.roles import builds_model, looks_like_model_name, model_variables
+from ..analysis.scopes import ScopeKind, assigned_value, scope_bindings
 from ..analysis.tree import ancestors, walk
 from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
 
 
-# Objects whose ``load_state_dict`` copies tensors to where their own state is.
-_STATEFUL_WORDS = re.compile(r"optim|sched|scaler|(^|\.)(opt|lr)($|_)", re.IGNORECASE)
 # A model's own methods: a loaded object asked for these runs as a model.
 _MODEL_API = frozenset({"eval", "train", "forward", "parameters", "named_parameters", "modules", "children"})
 
@@ -99,33 +96,27 @@ class LoadMapLocation(Rule):
         return False
 
     def _used_as_loaded(self, load: cst.Call) -> bool:
-        """Is a part of the loaded object used as it is, not copied into a model or an optimizer?
-        ``shadow = states[1]`` then ``p.data + shadow[n]``, ``self.shadow = ...``, or a
-        ``load_state_dict`` of some other object (ddim's ``ema_helper.load_state_dict(states[4])``
-        keeps the dict): restored to the CPU, those tensors would meet the parameters on the GPU."""
+        """Is a part of the checkpoint handed to the ``load_state_dict`` of an object that is no
+        module, optimizer or scheduler (ddim's ``ema_helper = EMAHelper(...)``,
+        ``ema_helper.load_state_dict(states[4])``)? Such an object may keep the tensors as
+        loaded and add them to the parameters on the GPU: restored to the CPU, they would fail."""
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, load)
-        pieces = [load] if name is None else list(uses_of_binding(self.metadata, name))
-        models = model_variables(self.metadata, self.tree, self.facts)
-        for piece in pieces:
+        for piece in [load] if name is None else uses_of_binding(self.metadata, name):
             expr = piece
             while isinstance(parents.get(expr), cst.Subscript) and parents[expr].value is expr:
                 expr = parents[expr]
             holder = parents.get(expr)
             call = parents.get(holder) if isinstance(holder, cst.Arg) else None
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
-                    and call.func.attr.value == "load_state_dict":
-                receiver = dotted(call.func.value) or ""
-                if receiver == "self" and self.devices.place(load).kind is ScopeKind.MODEL_METHOD:
-                    continue  # the model itself
-                if not (receiver in models or looks_like_model_name(receiver) or _STATEFUL_WORDS.search(receiver)):
-                    return True
-            elif isinstance(holder, cst.Assign) and expr is not piece:
-                target = holder.targets[0].target if len(holder.targets) == 1 else None
-                if not isinstance(target, cst.Name) or any(
-                        isinstance(parents.get(use), (cst.BinaryOperation, cst.Subscript))
-                        for use in uses_of_binding(self.metadata, target)):
-                    return True  # ``self.shadow = states[1]``, or ``shadow[n]`` in arithmetic
+                    and call.func.attr.value == "load_state_dict" and isinstance(call.func.value, cst.Name):
+                receiver = call.func.value
+                for binding in scope_bindings(self.metadata[ScopeProvider].get(receiver), receiver.value):
+                    built = assigned_value(self.metadata, binding.node)
+                    if isinstance(built, cst.Call) and not builds_model(self.metadata, built, self.facts) \
+                            and not any(n.startswith("torch.") for n in qualified_names(self.metadata, built.func)) \
+                            and (dotted(built.func) or "").rsplit(".", 1)[-1][:1].isupper():
+                        return True  # an instance of some other class of the project or a library
         return False
 
     def _device(self, node: cst.Call) -> cst.BaseExpression:

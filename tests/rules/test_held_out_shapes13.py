@@ -105,32 +105,39 @@ def test_cuda_on_a_sub_module_behind_a_device_type_test_is_not_reported():
     assert "DM103" not in _codes(result) and result.output == source
 
 
-def test_a_checkpoint_whose_parts_are_used_as_restored_is_not_loaded_to_the_cpu():
-    # ddim's runner: ``states = torch.load(path)``, the model and optimizer get theirs, the EMA
-    # helper keeps ``states[4]`` as its shadow and adds it to the parameters on the GPU:
-    # ``map_location="cpu"`` made the first EMA update fail on a GPU machine.
+def test_a_checkpoint_part_kept_by_another_object_is_not_loaded_to_the_cpu():
+    # ddim's runner: ``states = torch.load(path)``, the model and optimizer get theirs, and an EMA
+    # helper (no module) keeps ``states[4]`` as its shadow and adds it to the parameters on the
+    # GPU: ``map_location="cpu"`` made the first EMA update fail on a GPU machine.
     source, result = run("""\
         import torch
         import torch.nn as nn
+
+
+        class EMAHelper:
+            def __init__(self, mu):
+                self.mu, self.shadow = mu, {}
+
+            def load_state_dict(self, state):
+                self.shadow = state
 
 
         class Runner:
             def __init__(self):
                 self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
-            def train(self, ema_helper):
+            def train(self):
                 model = nn.Linear(2, 2).to(self.device)
                 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                if self.device.type == "cuda":
+                    ema_helper = EMAHelper(0.9)
+                else:
+                    ema_helper = None
                 states = torch.load("ckpt.pth")
                 model.load_state_dict(states[0])
                 optimizer.load_state_dict(states[1])
-                ema_helper.load_state_dict(states[4])
-
-            def average(self, model):
-                states = torch.load("ckpt.pth")
-                shadow = states[1]
-                for n, p in model.named_parameters():
-                    shadow[n] = 0.5 * p.data + 0.5 * shadow[n]
+                if ema_helper:
+                    ema_helper.load_state_dict(states[4])
 
             def restore(self, model, optimizer):
                 states = torch.load("ckpt.pth")
@@ -257,3 +264,26 @@ def test_samples_appended_to_lists_that_feed_a_loader_stay_on_the_cpu():
     """)
     out = result.output
     assert "dtype=torch.long).transpose(0, 1)" in out and "feats.append(torch.tensor([float(i)], dtype=torch.float))" in out
+
+
+def test_a_table_indexed_with_indices_from_topk_is_made_on_the_input_device():
+    # Time-Series-Library's ETSformer: ``f = fft.rfftfreq(t)`` indexed with ``topk`` indices of the
+    # input's spectrum, then moved: indexing a CPU tensor with GPU indices fails before the move.
+    # verify named DM405 for it while apply changed nothing.
+    source, result = run("""\
+        import torch
+        import torch.fft as fft
+        import torch.nn as nn
+
+
+        class Season(nn.Module):
+            def forward(self, x):
+                x_freq = fft.rfft(x, dim=1)
+                f = fft.rfftfreq(x.shape[1])
+                _, idx = torch.topk(x_freq.abs(), 2, dim=1)
+                g = torch.arange(x.shape[1]) / x.shape[1]
+                return f[idx].to(x.device) * x_freq.abs().gather(1, idx) + g[:2].to(x.device)
+    """)
+    out = result.output
+    assert "f = fft.rfftfreq(x.shape[1], device=x.device)" in out
+    assert "g = torch.arange(x.shape[1]) / x.shape[1]" in out  # sliced with constants, then moved: as written

@@ -143,7 +143,7 @@ class FactoryDevice(Rule):
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
                 or self._lengths_on_cpu(original_node) or self._beside_a_blocked_group(original_node) \
                 or self._meets_unmoved_host_tensor(original_node) or self._beside_cpu_tensors(original_node) \
-                or self._other_branch_places(original_node, device):
+                or self._other_branch_places(original_node, device) or self._moved_one_by_one_by_callers(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
@@ -164,6 +164,49 @@ class FactoryDevice(Rule):
                   and arg.value.value == device.value and arg.keyword is not None and arg.keyword.value == "device"
                   and self.written_by_user(arg)]  # (not one an earlier pass added)
         return any(_in_other_branches(self.metadata, arg, call) for arg in placed)
+
+    def _moved_one_by_one_by_callers(self, call: cst.Call) -> bool:
+        """``def load(device): ...; return samples`` and every caller ``for x in load(device):
+        model(x.to(device))``: the samples are kept on the CPU on purpose (a data set larger
+        than the GPU's memory) and moved a batch at a time; the factories that fill what the
+        function returns stay as written."""
+        function = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.FunctionDef)), None)
+        if function is None or not self._returned_by(call, function):
+            return False
+        callers = [c for c in nodes_of(self.tree, cst.Call)
+                   if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
+        parents = self.metadata[ParentNodeProvider]
+        for caller in callers:
+            loop = parents.get(caller)
+            if not (isinstance(loop, cst.For) and loop.iter is caller and isinstance(loop.target, cst.Name)):
+                return False
+            sample = loop.target.value
+            if not any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("to", "cuda")
+                       and isinstance(c.func.value, cst.Name) and c.func.value.value == sample
+                       for c in nodes_of(loop.body, cst.Call)):
+                return False
+        return bool(callers)
+
+    def _returned_by(self, call: cst.Call, function: cst.FunctionDef) -> bool:
+        """Is the factory's tensor what ``function`` returns (in a returned list or tuple, or
+        appended to a list the function returns)?"""
+        parents = self.metadata[ParentNodeProvider]
+        current = chain_top(self.metadata, call)
+        while True:
+            parent = parents.get(current)
+            if isinstance(parent, (cst.Element, cst.List, cst.Tuple)) \
+                    or isinstance(parent, cst.ListComp) and parent.elt is current:
+                current = parent
+            elif isinstance(parent, cst.Return):
+                return True
+            elif isinstance(parent, cst.Arg):
+                holder = parents.get(parent)
+                listed = holder.func.value if isinstance(holder, cst.Call) and isinstance(holder.func, cst.Attribute) \
+                    and holder.func.attr.value == "append" and isinstance(holder.func.value, cst.Name) else None
+                return listed is not None and any(
+                    isinstance(r.value, cst.Name) and r.value.value == listed.value for r in nodes_of(function, cst.Return))
+            else:
+                return False
 
     def _host_tensor_maker(self, call: cst.Call) -> str | None:
         """What makes a CPU tensor here that takes no ``device=``: ``torch.from_numpy``, a legacy

@@ -111,6 +111,8 @@ class LoadMapLocation(Rule):
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                     and call.func.attr.value == "load_state_dict" and isinstance(call.func.value, cst.Name):
                 receiver = call.func.value
+                if looks_like_model_name(receiver.value):
+                    continue  # ``netG = dcgan.DCGAN_G(...)``: a module of the project
                 for binding in scope_bindings(self.metadata[ScopeProvider].get(receiver), receiver.value):
                     built = assigned_value(self.metadata, binding.node)
                     if isinstance(built, cst.Call) and not builds_model(self.metadata, built, self.facts) \

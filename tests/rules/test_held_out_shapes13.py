@@ -287,3 +287,42 @@ def test_a_table_indexed_with_indices_from_topk_is_made_on_the_input_device():
     out = result.output
     assert "f = fft.rfftfreq(x.shape[1], device=x.device)" in out
     assert "g = torch.arange(x.shape[1]) / x.shape[1]" in out  # sliced with constants, then moved: as written
+
+
+def test_samples_that_every_caller_moves_one_by_one_stay_on_the_cpu():
+    # The second pass's reduction of pytorch-GAT's PPI loader: the function takes ``device`` but
+    # returns CPU samples, and its caller moves each one (``model(x.to(device))``).
+    source, result = run("""\
+        import torch
+
+
+        def load_data(name, device):
+            if name == "ppi":
+                feats = []
+                for i in range(3):
+                    feats.append(torch.tensor([[float(i), 1.0]], dtype=torch.float))
+                return feats
+            raise ValueError(name)
+
+
+        def batches(device):
+            return [torch.tensor([[float(i), 1.0]]) for i in range(3)]
+
+
+        def table(device):
+            return [torch.arange(3)]
+
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = torch.nn.Linear(2, 1).to(device)
+            for x in load_data("ppi", device):
+                model(x.to(device))
+            for x in batches(device):
+                model(x.to(device))
+            print(table(device)[0] + torch.ones(3, device=device))
+    """)
+    out = result.output
+    assert "feats.append(torch.tensor([[float(i), 1.0]], dtype=torch.float))" in out
+    assert "return [torch.tensor([[float(i), 1.0]]) for i in range(3)]" in out
+    assert "return [torch.arange(3, device=device)]" in out  # its caller uses it as it is: placed as before

@@ -59,6 +59,7 @@ class FileRole:
     cuda_device_setters: frozenset[str] = frozenset()  # the names it calls them by (``utils.init_distributed_mode``)
     list_collators: frozenset[str] = frozenset()  # project functions that return lists (facenet's ``collate_pil``)
     self_placing: frozenset[str] = frozenset()  # project model classes whose ``__init__`` calls ``self.to(...)``
+    plain_classes: frozenset[str] = frozenset()  # project classes seen here that are no ``nn.Module`` (ddim's ``EMAHelper``)
 
 
 @dataclass
@@ -628,6 +629,8 @@ class ProjectIndex:
         self_placing = {name for name, (file, original) in visible.items()
                         if file in self.files and original in self.files[file].self_placing}
         collators |= self._all_collators
+        plain = {name for name, (file, original) in visible.items() if file in self.files
+                 and original in self.files[file].class_bases and (file, original) not in self.model_classes}
         for local, module in summary.module_aliases.items():  # ``training.collate_pil``
             collators |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.list_collators}
             self_placing |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.self_placing}
@@ -638,6 +641,7 @@ class ProjectIndex:
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
                         main_only=frozenset(self._main_only(summary)),
                         list_collators=frozenset(collators), self_placing=frozenset(self_placing),
+                        plain_classes=frozenset(plain),
                         star_names=frozenset(self._star_variables(summary)))
 
     # -- name resolution -----------------------------------------------------------------------

@@ -31,7 +31,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts
 from ..analysis.names import dotted, keyword, positional, qualified_names
-from ..analysis.roles import builds_model, looks_like_model_name, model_variables
+from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind, assigned_value, scope_bindings
 from ..analysis.tree import ancestors, walk
 from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
@@ -96,8 +96,8 @@ class LoadMapLocation(Rule):
         return False
 
     def _used_as_loaded(self, load: cst.Call) -> bool:
-        """Is a part of the checkpoint handed to the ``load_state_dict`` of an object that is no
-        module, optimizer or scheduler (ddim's ``ema_helper = EMAHelper(...)``,
+        """Is a part of the checkpoint handed to the ``load_state_dict`` of an instance of a
+        project class that is no ``nn.Module`` (ddim's ``ema_helper = EMAHelper(...)``,
         ``ema_helper.load_state_dict(states[4])``)? Such an object may keep the tensors as
         loaded and add them to the parameters on the GPU: restored to the CPU, they would fail."""
         parents = self.metadata[ParentNodeProvider]
@@ -111,14 +111,11 @@ class LoadMapLocation(Rule):
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                     and call.func.attr.value == "load_state_dict" and isinstance(call.func.value, cst.Name):
                 receiver = call.func.value
-                if looks_like_model_name(receiver.value):
-                    continue  # ``netG = dcgan.DCGAN_G(...)``: a module of the project
+                plain = self.state.role.plain_classes | (set(self.facts.classes) - self.facts.model_classes)
                 for binding in scope_bindings(self.metadata[ScopeProvider].get(receiver), receiver.value):
                     built = assigned_value(self.metadata, binding.node)
-                    if isinstance(built, cst.Call) and not builds_model(self.metadata, built, self.facts) \
-                            and not any(n.startswith("torch.") for n in qualified_names(self.metadata, built.func)) \
-                            and (dotted(built.func) or "").rsplit(".", 1)[-1][:1].isupper():
-                        return True  # an instance of some other class of the project or a library
+                    if isinstance(built, cst.Call) and (dotted(built.func) or "") in plain:
+                        return True  # an instance of a class of the project that is no module
         return False
 
     def _device(self, node: cst.Call) -> cst.BaseExpression:

@@ -16,7 +16,7 @@ from libcst.metadata.scope_provider import ImportAssignment
 
 from .names import dotted, positional
 from .scopes import ClassFacts, Place, ScopeKind, assigned_value, scope_bindings
-from .tree import ancestors, walk
+from .tree import ancestors, nodes_of, walk
 
 _REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
 
@@ -228,8 +228,8 @@ def ignored_argument(metadata: Mapping, facts: ClassFacts, klass: cst.ClassDef, 
         return False
     parents = metadata[cst.metadata.ParentNodeProvider]
     kept: set[str] = set()
-    for name in walk(init.body):
-        if not isinstance(name, cst.Name) or name.value != parameter:
+    for name in nodes_of(init.body, cst.Name):
+        if name.value != parameter:
             continue
         holder = parents.get(name)
         if isinstance(holder, cst.Attribute) and holder.attr is name or isinstance(holder, cst.Arg) and holder.keyword is name:
@@ -251,16 +251,17 @@ def _set_before_read(metadata: Mapping, facts: ClassFacts, klass: cst.ClassDef, 
     family = class_family(facts, klass)
     if len(family) != 1:
         return False  # a subclass may read it anywhere
-    methods = {s.name.value: s for s in klass.body.body if isinstance(s, cst.FunctionDef)}
+    methods = [s for s in klass.body.body if isinstance(s, cst.FunctionDef)]
+    wanted = f"self.{attribute}"
 
     def setter_index(method: cst.FunctionDef) -> int | None:
         """The top-level statement of ``method`` that sets ``self.<attribute>`` from other values."""
         for index, statement in enumerate(method.body.body):
             smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
             for small in smalls:
-                if isinstance(small, cst.Assign) and len(small.targets) == 1 and _is_self_attribute(
-                        small.targets[0].target, attribute) and not any(
-                        _is_self_attribute(n, attribute) for n in walk(small.value)):
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and dotted(small.targets[0].target) == wanted \
+                        and not any(dotted(n) == wanted for n in nodes_of(small.value, cst.Attribute)):
                     return index
         return None
 
@@ -276,7 +277,7 @@ def _set_before_read(metadata: Mapping, facts: ClassFacts, klass: cst.ClassDef, 
         if isinstance(metadata[cst.metadata.ParentNodeProvider].get(use), cst.AssignTarget):
             continue
         method = next((a for a in ancestors(metadata, use) if isinstance(a, cst.FunctionDef)), None)
-        if method is None or method.name.value == "__init__" or method not in methods.values():
+        if method is None or method.name.value == "__init__" or method not in methods:
             return False
         first = setter_index(method)
         if first is not None:
@@ -284,7 +285,7 @@ def _set_before_read(metadata: Mapping, facts: ClassFacts, klass: cst.ClassDef, 
                 return False
             continue
         # only called by methods of the class after they set it (``forward`` -> ``conv_trans_conv``)
-        calls = [c for c in walk(klass) if isinstance(c, cst.Call) and _is_self_attribute(c.func, method.name.value)]
+        calls = [c for c in nodes_of(klass, cst.Call) if dotted(c.func) == f"self.{method.name.value}"]
         for call in calls:
             caller = next((a for a in ancestors(metadata, call) if isinstance(a, cst.FunctionDef)), None)
             first = setter_index(caller) if caller is not None else None
@@ -294,7 +295,3 @@ def _set_before_read(metadata: Mapping, facts: ClassFacts, klass: cst.ClassDef, 
             return False
     return True
 
-
-def _is_self_attribute(node: cst.CSTNode, attribute: str) -> bool:
-    return isinstance(node, cst.Attribute) and node.attr.value == attribute \
-        and isinstance(node.value, cst.Name) and node.value.value == "self"

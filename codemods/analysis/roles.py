@@ -80,13 +80,11 @@ def _class_holds_no_tensors(metadata: Mapping, klass: cst.ClassDef, facts: Class
     if not klass.bases or any(qualified_names(metadata, base.value) != {"torch.nn.Module"} or base.keyword
                               for base in klass.bases):
         return False
-    for call in nodes_of(klass, cst.Call):
-        func = call.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-        if name in _REGISTERING:
-            return False
-    called = {node.func.attr.value for node in nodes_of(klass, cst.Call) if isinstance(node.func, cst.Attribute)
-              and isinstance(node.func.value, cst.Name) and node.func.value.value == "self"}
+    calls = nodes_of(klass, cst.Call)
+    if any((c.func.attr.value if isinstance(c.func, cst.Attribute) else getattr(c.func, "value", "")) in _REGISTERING
+           for c in calls):
+        return False
+    called = {c.func.attr.value for c in calls if isinstance(c.func, cst.Attribute) and dotted(c.func.value) == "self"}
     for node in nodes_of(klass, cst.Assign, cst.AnnAssign, cst.AugAssign):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:

@@ -193,7 +193,7 @@ def _cpu_bound(metadata: Mapping, node: cst.CSTNode, depth: int, contained: bool
     if target is None:
         parents = metadata[ParentNodeProvider]
         holder = parents.get(top)  # ``edges.append(edge_index)``: where the list goes, it goes
-        listed = _appended_to(parents, holder) if isinstance(holder, cst.Arg) else None
+        listed = appended_to(parents, holder) if isinstance(holder, cst.Arg) else None
         return listed is not None and any(_cpu_bound(metadata, use, depth + 1, True)
                                           for use in uses_of(metadata, listed) if not _fills(metadata, use))
     return any(_cpu_bound(metadata, use, depth + 1, contained) for use in uses_of_binding(metadata, target))
@@ -351,8 +351,8 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
             if _indexed_by_tensor(metadata, parent):
                 return False  # ``freqs[idx].to(x.device)`` with ``idx`` from ``topk``: indexed before the move
             current = parent
-        elif isinstance(parent, cst.Arg) and _appended_to(parents, parent) is not None:
-            return _stacked_and_placed(metadata, _appended_to(parents, parent), depth, strict)
+        elif isinstance(parent, cst.Arg) and appended_to(parents, parent) is not None:
+            return _stacked_and_placed(metadata, appended_to(parents, parent), depth, strict)
         elif strict:
             break
         elif isinstance(parent, (cst.UnaryOperation, cst.BinaryOperation)):
@@ -410,7 +410,7 @@ _SCALAR_FUNCTIONS = frozenset(f"torch.{f}" for f in ("sqrt", "rsqrt", "exp", "lo
                                                       "sigmoid", "abs", "sin", "cos", "reciprocal"))
 
 
-def _appended_to(parents: Mapping, arg: cst.Arg) -> cst.Name | None:
+def appended_to(parents: Mapping, arg: cst.Arg) -> cst.Name | None:
     """The list ``rows`` in ``rows.append(value)``, for the ``arg`` holding ``value``."""
     call = parents.get(arg)
     if isinstance(call, cst.Call) and len(call.args) == 1 and isinstance(call.func, cst.Attribute) \

@@ -44,7 +44,7 @@ from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, keywords, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, is_torch_device_call
-from ..analysis.names import dotted, keyword, keyword_arg, positional, qualified_names, torch_module_alias
+from ..analysis.names import dotted, keyword, keyword_arg, method_call, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
 from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, assigned_value, only_assigned_value, only_binding, scope_bindings
@@ -53,7 +53,7 @@ from ..analysis.loops import packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import DTYPES, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+from ..analysis.tensors import DTYPES, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
     filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
     scalar_operand
 from .base import Invalid, Rule, Valid
@@ -157,7 +157,7 @@ class FactoryDevice(Rule):
         by batch by its caller)."""
         if not isinstance(device, cst.Name):
             return False
-        function = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.FunctionDef)), None)
+        function = self.devices.place(call).function
         if function is None or device.value not in {p.name.value for p in function.params.params}:
             return False
         placed = [arg for arg in nodes_of(function.body, cst.Arg) if isinstance(arg.value, cst.Name)
@@ -170,7 +170,7 @@ class FactoryDevice(Rule):
         model(x.to(device))``: the samples are kept on the CPU on purpose (a data set larger
         than the GPU's memory) and moved a batch at a time; the factories that fill what the
         function returns stay as written."""
-        function = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.FunctionDef)), None)
+        function = self.devices.place(call).function
         if function is None or not self._returned_by(call, function):
             return False
         callers = [c for c in nodes_of(self.tree, cst.Call)
@@ -181,8 +181,7 @@ class FactoryDevice(Rule):
             if not (isinstance(loop, cst.For) and loop.iter is caller and isinstance(loop.target, cst.Name)):
                 return False
             sample = loop.target.value
-            if not any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("to", "cuda")
-                       and isinstance(c.func.value, cst.Name) and c.func.value.value == sample
+            if not any(method_call(c, "to", "cuda") and dotted(c.func.value) == sample
                        for c in nodes_of(loop.body, cst.Call)):
                 return False
         return bool(callers)
@@ -200,9 +199,7 @@ class FactoryDevice(Rule):
             elif isinstance(parent, cst.Return):
                 return True
             elif isinstance(parent, cst.Arg):
-                holder = parents.get(parent)
-                listed = holder.func.value if isinstance(holder, cst.Call) and isinstance(holder.func, cst.Attribute) \
-                    and holder.func.attr.value == "append" and isinstance(holder.func.value, cst.Name) else None
+                listed = appended_to(parents, parent)
                 return listed is not None and any(
                     isinstance(r.value, cst.Name) and r.value.value == listed.value for r in nodes_of(function, cst.Return))
             else:

@@ -101,6 +101,7 @@ class LoadMapLocation(Rule):
         ``ema_helper.load_state_dict(states[4])``)? Such an object may keep the tensors as
         loaded and add them to the parameters on the GPU: restored to the CPU, they would fail."""
         parents = self.metadata[ParentNodeProvider]
+        plain = self.state.role.plain_classes | (set(self.facts.classes) - self.facts.model_classes)
         name = assigned_name(self.metadata, load)
         for piece in [load] if name is None else uses_of_binding(self.metadata, name):
             expr = piece
@@ -111,7 +112,6 @@ class LoadMapLocation(Rule):
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                     and call.func.attr.value == "load_state_dict" and isinstance(call.func.value, cst.Name):
                 receiver = call.func.value
-                plain = self.state.role.plain_classes | (set(self.facts.classes) - self.facts.model_classes)
                 for binding in scope_bindings(self.metadata[ScopeProvider].get(receiver), receiver.value):
                     built = assigned_value(self.metadata, binding.node)
                     if isinstance(built, cst.Call) and (dotted(built.func) or "") in plain:

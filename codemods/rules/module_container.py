@@ -29,7 +29,7 @@ from libcst.metadata import ParentNodeProvider
 
 from ..analysis.candidates import FileFacts, dotted as ast_dotted, init_assignment, method_name
 from ..analysis.devices import construction_methods
-from ..analysis.modules import attribute_uses, class_family, init_attribute, nn_alias, only_binding
+from ..analysis.modules import attribute_uses, class_family, init_attribute, nn_alias, only_binding, registers_on_self
 from ..analysis.names import dotted, last_part
 from ..analysis.roles import builds_model, holds_no_tensors, is_torch_nn_class
 from ..analysis.tree import ancestors, nodes_of, walk
@@ -161,10 +161,10 @@ class ModuleContainer(Rule):
         ``setattr(self, name, self.heads[i])``): each module is registered already."""
         for use in attribute_uses(class_family(self.facts, klass), attribute):
             for parent in ancestors(self.metadata, use):
-                if isinstance(parent, cst.Call) and _registers(parent):
+                if isinstance(parent, cst.Call) and registers_on_self(parent):
                     return True
                 if isinstance(parent, cst.For) and any(node is use for node in walk(parent.iter)) \
-                        and any(_registers(call) for call in nodes_of(parent.body, cst.Call)):
+                        and any(registers_on_self(call) for call in nodes_of(parent.body, cst.Call)):
                     return True
                 if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
                     break
@@ -268,16 +268,6 @@ class ModuleContainer(Rule):
             "        for _ in range(n):\n            self.blocks.append(Block())\n",
         ),
     ]
-
-
-def _registers(call: cst.Call) -> bool:
-    """``self.add_module(name, m)``, ``self.register_module(name, m)``, ``setattr(self, name, m)``."""
-    func = call.func
-    if isinstance(func, cst.Attribute):
-        return isinstance(func.value, cst.Name) and func.value.value == "self" \
-            and func.attr.value in ("add_module", "register_module")
-    return isinstance(func, cst.Name) and func.value == "setattr" and bool(call.args) \
-        and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "self"
 
 
 def _empty(value: cst.BaseExpression) -> bool:

@@ -99,6 +99,11 @@ class SharedDevice(Rule):
             # it would shadow the user's choice.
             return
         if not definitions:
+            # A function reading it that the file calls as it runs (``main()`` above a later
+            # ``import torch``) needs it defined before that call, not only before module-level reads.
+            called = first_call_at_import(self.metadata, module, deferred)
+            if called < first_use:
+                first_use, anchor = called, places.anchor(called)
             if anchor is None:
                 where = body[first_use] if immediate else deferred[0]
                 self.report(where, f"`{name}` cannot be defined above its first use: {places.why_not()}; "

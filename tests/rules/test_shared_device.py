@@ -128,3 +128,21 @@ def test_no_fix_writes_the_device_where_dm101_cannot_define_it(code, reason):
     withheld = [f for f in findings if f.code == "DM103"]
     assert withheld and not any(f.fixed for f in findings)
     assert all(f"`device` cannot be defined above this line ({reason})" in f.message for f in withheld)
+
+
+def test_a_function_called_above_a_later_torch_import_gets_the_device_in_one_fix():
+    # The file calls ``run()`` (which reads the device) before its second torch import: the new
+    # definition goes above that call at once, not below the import and then moved up by a
+    # second pass (which reported a "move" fix the user never needed, and cost a pass).
+    out, findings = run("""\
+    import torch
+
+    def run():
+        return torch.ones(2).cuda()
+
+    print(run())
+    from torch import nn
+    layer = nn.Linear(2, 2)
+    """)
+    assert out.index("device = torch.device(") < out.index("def run():")
+    assert [f.message for f in findings if f.code == "DM101"] == ["add the shared `device` variable"]

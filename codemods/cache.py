@@ -164,10 +164,11 @@ class Cache:
         self._index[os.path.abspath(path)] = (stat.st_size, stat.st_mtime_ns, key, extra)
         self._index_dirty = True
 
-    def summary_of(self, path: str) -> Any:
-        """The project index's summary of ``path`` (``read_summary``), from the cache when the
-        file's size and mtime are what was recorded: a warm run parses nothing."""
+    def summary_of(self, path: str, read: Callable[[str], Any] | None = None) -> Any:
+        """The project index's summary of ``path`` (``read``, by default ``read_summary``), from
+        the cache when the file's size and mtime are what was recorded: a warm run parses nothing."""
         from .analysis.project import read_summary  # late: a cached run may need no analysis
+        read = read or read_summary
         if self._summaries is None:
             loaded = self._load(self._summaries_path)
             self._summaries = loaded if isinstance(loaded, dict) else {}
@@ -176,11 +177,11 @@ class Cache:
         try:
             stat = os.stat(path)
         except OSError:
-            return read_summary(path)
+            return read(path)
         seen = self._summaries.get(path)
         if seen is not None and seen[:2] == (stat.st_size, stat.st_mtime_ns):
             return seen[2]
-        summary = read_summary(path)
+        summary = read(path)
         if time.time() - stat.st_mtime_ns / 1e9 >= RACY_SECONDS:  # see ``remember``
             self._summaries[path] = (stat.st_size, stat.st_mtime_ns, summary)
             self._summaries_dirty = True

@@ -10,16 +10,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import functools
 import os
 import sys
 from collections import Counter
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 from .cache import Cache, Outcome
-from .analysis.project import FileRole, ProjectIndex, files_around
+from .analysis.project import FileRole, ProjectIndex, files_around, read_summary
 from .config import Config
 from .findings import Finding
 from .interrupts import pool_options
@@ -27,6 +28,7 @@ from .source_file import decode_source, unencodable, wide_encoding_problem, writ
 
 Mode = Literal["write", "diff", "check"]
 CHUNK_MAX = 16  # files per task: enough to hide the hand-off, few enough to balance the workers
+SUMMARY_CHUNK_MAX = 32  # files per task when the workers read the project for its index
 
 
 @dataclass
@@ -231,7 +233,14 @@ def _process(paths: list[str], config: Config, mode: Mode, jobs: int | None, cac
     files = files_around(paths)
 
     def build() -> list[tuple[FileRole, str]]:
-        project = ProjectIndex.from_paths(files, summary_of=cache.summary_of if cache is not None else None)
+        nonlocal executor
+        read = read_summary
+        if isolate and executor is not None:  # this run's own pool, still idle: it reads the files
+            read, broken = _read_in_parallel(executor, files, _jobs(jobs))
+            if broken:
+                executor = None  # ``_run`` starts a fresh pool
+        summary_of = functools.partial(cache.summary_of, read=read) if cache is not None else read
+        project = ProjectIndex.from_paths(files, summary_of=summary_of)
         return [(role, role_key(role)) for role in map(project.role_for, paths)]
     # (the index itself is dropped here: the roles are all the rest of the run needs)
     roles, extras = zip(*(cache.project_roles(files, paths, build) if cache is not None else build())) \
@@ -257,6 +266,32 @@ def _process(paths: list[str], config: Config, mode: Mode, jobs: int | None, cac
         yield reports.pop(index)
     if cache is not None:
         cache.close()
+
+
+def _read_in_parallel(executor: Executor, files: list[str], jobs: int) -> tuple[Callable[[str], Any], bool]:
+    """``read_summary`` for ``files``, worked out by the pool's workers, and whether the pool broke.
+
+    The project index needs every file's summary before any file is rewritten: read in this
+    process alone, it kept the workers idle for a tenth of a run. (This process does not take a
+    share: the workers are as many as the cores, and cancelling queued tasks of a pool that then
+    breaks trips up CPython 3.11's pool.) A chunk a lost worker took is read here."""
+    size = max(1, min(SUMMARY_CHUNK_MAX, len(files) // (jobs * 4)))
+    chunks = [files[i:i + size] for i in range(0, len(files), size)]
+    futures = [executor.submit(read_summaries, chunk) for chunk in chunks]
+    read: dict[str, Any] = {}
+    broken = False
+    for chunk, future in zip(chunks, futures):
+        try:
+            read.update(zip(chunk, future.result()))
+        except Exception as exc:  # noqa: BLE001 - a worker lost: this process reads the chunk itself
+            broken = broken or isinstance(exc, BrokenProcessPool)
+            read.update(zip(chunk, read_summaries(chunk)))
+    return (lambda path: read.pop(path) if path in read else read_summary(path)), broken
+
+
+def read_summaries(paths: Sequence[str]) -> list[Any]:
+    """``read_summary`` of each path (a task of ``_read_in_parallel``)."""
+    return [read_summary(path) for path in paths]
 
 
 def _from_cache(cache: Cache, path: str, mode: Mode, extra: str) -> FileReport | None:

@@ -184,3 +184,51 @@ def test_a_warm_run_reads_the_project_index_from_the_cache(tmp_path, monkeypatch
     assert warm.role_for(paths[0]) == cold.role_for(paths[0])
     assert warm.role_for(str(folder / "models.py")) == cold.role_for(str(folder / "models.py"))
     assert cold.role_for(str(folder / "models.py")).imported
+
+
+def _small_project(folder: Path, count: int = 12) -> list[str]:
+    (folder / "setup.py").write_text("")
+    (folder / "models.py").write_text("import torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n")
+    for n in range(count):
+        (folder / f"train{n}.py").write_text(
+            "import torch\nfrom models import Net\n\nnet = Net().cuda()\nx = torch.zeros(2).cuda()\n")
+    return sorted(str(p) for p in folder.glob("*.py"))
+
+
+def test_the_pool_reads_the_project_for_its_index(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+
+    from codemods import driver
+    files = _small_project(tmp_path)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        read, broken = driver._read_in_parallel(pool, files, 2)
+    assert not broken
+    assert [read(f) for f in files] == [project.read_summary(f) for f in files]
+
+
+def test_a_worker_lost_while_reading_the_project_costs_nothing(tmp_path, monkeypatch):
+    # The pool breaks while it reads the index: this process reads those files itself, and the
+    # rewrite runs in a fresh pool, with the same reports as a run in one process.
+    from codemods import driver
+    files = _small_project(tmp_path)
+    alone = [(r.path, r.diff, r.error) for r in driver.process_files(files, Config(), "diff", jobs=1)]
+    parent = os.getpid()
+    real = driver.read_summary
+
+    def dies_in_a_worker(path: str):
+        if os.getpid() != parent:
+            os._exit(3)
+        return real(path)
+    monkeypatch.setattr(driver, "read_summary", dies_in_a_worker)
+    seen = []
+
+    def spied(*args):
+        read, broken = real_read_in_parallel(*args)
+        seen.append(broken)
+        return read, broken
+    real_read_in_parallel = driver._read_in_parallel
+    monkeypatch.setattr(driver, "_read_in_parallel", spied)
+    pooled = [(r.path, r.diff, r.error) for r in driver.process_files(files, Config(), "diff", jobs=2)]
+    assert seen == [True]  # the pool did break
+    assert pooled == alone
+    assert sum(1 for _, diff, _ in alone if diff) == 12

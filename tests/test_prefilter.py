@@ -32,6 +32,8 @@ CASES = {
               'import torch\nx = torch.ones(2).to("cuda")\n'),
     "DM103": ("import torch\nx = torch.ones(2).to(torch.float16)\nok = torch.cuda.is_available()\n",
               "import torch\nx = torch.ones(2).cuda()\n"),
+    "DM104": ("import torch\nwait = torch.cuda.synchronize\nprint(torch.cuda.max_memory_allocated())\n",
+              "import torch\ntorch.cuda.synchronize()\n"),
     "DM201": ("import torch\n\nclass Scheduler:\n    def step(self, n):\n        return torch.zeros(n)\n\n"
               "def helper(n):\n    return torch.arange(n)\n",
               "import torch\n\ndef main(n, device):\n    return torch.zeros(n)\n"),

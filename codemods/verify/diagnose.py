@@ -46,12 +46,16 @@ DEVICE_ERROR_PATTERNS = (
 )
 # Fallback names; the rule registry is asked first so hints follow the catalogue.
 RULE_NAMES = {
-    "DM101": "shared-device", "DM102": "string-device", "DM103": "cuda-call", "DM201": "factory-device",
+    "DM101": "shared-device", "DM102": "string-device", "DM103": "cuda-call", "DM104": "cuda-only-call",
+    "DM201": "factory-device",
     "DM202": "model-to-device", "DM203": "batch-to-device", "DM204": "discarded-to", "DM301": "tensor-buffer",
     "DM302": "load-map-location", "DM303": "numpy-cpu", "DM304": "legacy-cuda", "DM305": "module-container",
     "DM401": "layer-in-forward", "DM403": "optimizer-state-order", "DM404": "dataparallel-order",
     "DM405": "cuda-index-cpu-tensor",
 }
+# DM104's calls (``torch.cuda.reset_peak_memory_stats`` fails with "no attribute '_cuda_...'").
+_GPU_ONLY_CALL = re.compile(r"cuda\.(synchronize|reset_peak_memory_stats|reset_max_memory_\w+|"
+                            r"reset_accumulated_memory_stats|ipc_collect)\(")
 _NO_CUDA = ("Torch not compiled with CUDA", "Found no NVIDIA driver", "No CUDA GPUs are available",
             "Cannot access accelerator device")
 _FACTORIES = frozenset({
@@ -145,6 +149,9 @@ def diagnose(exc: BaseException, device_of: Callable[[Any], str]) -> Diagnosis:
         return Diagnosis("DM303", "`.numpy()` needs a CPU tensor: call `.cpu()` first")
     if "deserialize object on" in message:
         return Diagnosis("DM302", "the checkpoint holds GPU tensors: load it with `map_location=device`")
+    if _GPU_ONLY_CALL.search(source) and (any(p in message for p in _NO_CUDA) or "no attribute '_cuda_" in message):
+        return Diagnosis("DM104", "a GPU-only wait or reset on a machine without a GPU: run it only where "
+                                  "CUDA is available")
     if any(p in message for p in _NO_CUDA):
         if re.search(r"""["']cuda""", source):
             return Diagnosis("DM102", "a hard-coded \"cuda\" device on a machine without one")

@@ -82,6 +82,7 @@ def test_simulated_device_errors_name_the_rule_that_fixes_them(tmp_path, rule):
 @pytest.mark.parametrize("body, rule", [
     ("x = torch.zeros(3).cuda()\n", "DM103"),
     ("x = torch.zeros(3, device='cuda')\n", "DM102"),
+    ("x = torch.zeros(3)\ntorch.cuda.synchronize()\n", "DM104"),
 ])
 def test_gpu_only_code_on_a_cpu_only_machine(tmp_path, body, rule):
     outcome = run_script(write(tmp_path, "import torch\n" + body), simulate=False)

@@ -532,7 +532,8 @@ class DeviceLookup:
         if function.name.value == "forward" and params:
             first = params[0]
             if first.default is None and first.annotation is None and first.name.value not in _NON_TENSOR_PARAMS \
-                    and not _COUNT_NAME.search(first.name.value) and not _used_as_container(function, first.name.value):
+                    and not _COUNT_NAME.search(first.name.value) and not _used_as_container(function, first.name.value) \
+                    and first.name.value not in _converted_to_tensors(function):  # ``torch.as_tensor(sizes)``: a list
                 return first.name.value
         return None
 

@@ -560,7 +560,7 @@ class FactoryDevice(Rule):
         if isinstance(wrapper, cst.Call) and dotted(wrapper.func) in ("Variable", "autograd.Variable",
                                                                      "torch.autograd.Variable"):
             start = wrapper  # ``x = Variable(torch.ones(n))``: the wrapper is the value
-        for callee in self._calls_fed(start, rebound=_MAX_REBINDINGS):
+        for callee in self._calls_fed(start, rebound=_MAX_REBINDINGS, in_literals=True):
             if isinstance(callee.func, cst.Call) \
                     and builds_model(self.metadata, callee.func, self.facts):
                 return True  # ``Net()(x)``: a model built right there stays on the CPU
@@ -635,20 +635,26 @@ class FactoryDevice(Rule):
                 return False
         return True
 
-    def _calls_fed(self, start: cst.BaseExpression, unmoved: bool = False, rebound: int = 0):
+    def _calls_fed(self, start: cst.BaseExpression, unmoved: bool = False, rebound: int = 0,
+                   in_literals: bool = False):
         """The calls that take the value of ``start`` as an argument, directly or through the
         variable it is assigned to, also inside arithmetic (``net(batch + offset)``).
         ``unmoved``: not through a use that the author moves on the way (``net(avg.to(device))``).
         ``rebound``: how many ``x = x.unsqueeze(0)`` / ``x = torch.einsum(..., x)`` steps to follow
-        from one variable to the next."""
+        from one variable to the next. ``in_literals``: also as a part of a list, tuple or dict
+        written in the call (``Tok()({"ids": ids})``)."""
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, start)
         for use in [start, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
             if unmoved and moved_in_chain(self.metadata, use):
                 continue
             top = chain_top(self.metadata, use)
-            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)):
+            while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)) or (
+                    in_literals and isinstance(parents.get(top), (cst.Element, cst.DictElement))
+                    and parents[top].value is top):
                 top = parents.get(top)
+                if isinstance(top, (cst.Element, cst.DictElement)):
+                    top = parents.get(top)  # the list, tuple, set or dict
             arg = parents.get(top)
             callee = parents.get(arg) if isinstance(arg, cst.Arg) else None
             if isinstance(callee, cst.Call):

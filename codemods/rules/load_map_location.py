@@ -17,6 +17,9 @@ whatever device they were saved from, which need not be the model's.
 - Not where the loaded object may be a whole model that runs (called, ``.eval()``,
   returned by a plain function): ``"cpu"`` would put it beside data its saver placed on
   the GPU (TCN reloads the model it saved after ``.cuda()``), so that load stays as written.
+  So does a load whose tensors leave the function as loaded: a part returned to the caller
+  (``return ckpt["mean"]``; bookkeeping such as ``ckpt["epoch"]`` does not count) or one put on
+  the model in its own method (``self.scale = torch.load(path)`` replaces a placed buffer).
 - A second positional argument already is the map location; ``weights_only`` and
   every other argument stay as written. ``map_location="cuda:0"`` is DM102's (string
   devices) and ``**kwargs`` may carry one: both are left alone.
@@ -25,6 +28,7 @@ whatever device they were saved from, which need not be the model's.
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
@@ -38,6 +42,10 @@ from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
 
+
+# Keys of a checkpoint's numbers, settings and state dicts: returned to a caller, they meet no tensor.
+_BOOKKEEPING = re.compile(r"epoch|step|iter|best|acc|loss|score|miou|lr|arg|conf|cfg|opt|param|arch|version|"
+                          r"state|sched|meta|name|model|net")
 
 # A model's own methods: a loaded object asked for these runs as a model.
 _MODEL_API = frozenset({"eval", "train", "forward", "parameters", "named_parameters", "modules", "children"})
@@ -71,7 +79,8 @@ class LoadMapLocation(Rule):
         if isinstance(device, cst.SimpleString) and self._may_be_a_whole_model(original_node) \
                 and self.devices.place(original_node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return updated_node  # on the CPU it would meet the data its saver placed: left as the author has it
-        if isinstance(device, cst.SimpleString) and self._used_as_loaded(original_node):
+        if isinstance(device, cst.SimpleString) and (self._used_as_loaded(original_node)
+                                                     or self._handed_on_as_loaded(original_node)):
             return updated_node  # (an EMA shadow kept as restored, used beside the model's parameters)
         return self.fix(original_node, updated_node, with_keyword(updated_node, "map_location", device),
                         "`torch.load` without `map_location` restores tensors to the device they were saved on")
@@ -116,6 +125,34 @@ class LoadMapLocation(Rule):
                     built = assigned_value(self.metadata, binding.node)
                     if isinstance(built, cst.Call) and (dotted(built.func) or "") in plain:
                         return True  # an instance of a class of the project that is no module
+        return False
+
+    def _handed_on_as_loaded(self, load: cst.Call) -> bool:
+        """Does a tensor of the checkpoint leave the function as loaded: a part returned to the
+        caller (``return ckpt["mean"]``, used there beside the model), or the value put on a
+        model in its own method (``self.scale = torch.load(path)`` replaces a buffer that
+        ``model.to()`` placed)? On the CPU it would meet the model's tensors on the GPU.
+        Bookkeeping returned beside it (``ckpt["epoch"]``) does not count."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, load)
+        in_model = self.devices.place(load).kind is ScopeKind.MODEL_METHOD
+        for piece in [load] if name is None else uses_of_binding(self.metadata, name):
+            expr, key = piece, None
+            while isinstance(parents.get(expr), cst.Subscript) and parents[expr].value is expr:
+                expr = parents[expr]
+                index = expr.slice[0].slice if len(expr.slice) == 1 else None
+                key = index.value.evaluated_value if isinstance(index, cst.Index) \
+                    and isinstance(index.value, cst.SimpleString) else key
+            holder = parents.get(expr)
+            if isinstance(holder, cst.Element) and isinstance(parents.get(holder), cst.Tuple):
+                holder = parents.get(parents.get(holder))  # ``return ckpt["mean"], ckpt["epoch"]``
+            if isinstance(holder, cst.Return) and expr is not piece \
+                    and not (isinstance(key, str) and _BOOKKEEPING.search(key.lower())):
+                return True
+            if in_model and isinstance(holder, cst.Assign) and holder.value is expr and any(
+                    isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                    and t.target.value.value == "self" for t in holder.targets):
+                return True
         return False
 
     def _device(self, node: cst.Call) -> cst.BaseExpression:

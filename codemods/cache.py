@@ -55,6 +55,15 @@ class Outcome:
     new_data: bytes | None = None  # the rewritten bytes, when different
 
 
+@dataclass
+class NotebookOutcome(Outcome):
+    """A notebook's: also the cell its error is in, and each changed cell's source before and
+    after (0-based index), which its diff shows cell by cell."""
+
+    error_cell: int | None = None
+    cells: dict = field(default_factory=dict)
+
+
 def code_fingerprint(package: str | os.PathLike | None = None) -> str:
     """Changes whenever devmod's own code does (a development install keeps its version number).
 

@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
-from .cache import Cache, Outcome
+from .cache import Cache, NotebookOutcome, Outcome
 from .analysis.project import FileRole, ProjectIndex, files_around, read_summary
 from .config import Config
 from .findings import Finding
@@ -115,14 +115,19 @@ def finish(path: str, outcome: Outcome, mode: Mode, data: bytes | None = None,
            location: str | None = None, read_stat: os.stat_result | None = None) -> FileReport:
     """Turn an outcome into a report: show the diff, or write the file (``write`` mode)."""
     location = location or path
-    report = FileReport(path, error=outcome.error)
+    notebook = isinstance(outcome, NotebookOutcome)
+    report = FileReport(path, error=outcome.error, error_cell=outcome.error_cell if notebook else None)  # type: ignore[attr-defined]
     if outcome.error is not None:
         return report
     report.findings, report.skipped = list(outcome.findings), outcome.skipped
     if outcome.new_data is None:
         return report
     report.changed = True
-    if mode == "diff":
+    if mode == "diff" and notebook:
+        from .notebooks import cells_diff
+
+        report.diff = cells_diff(outcome.cells, path)  # type: ignore[attr-defined]
+    elif mode == "diff":
         if data is None:
             data = _read(location)
         report.diff = unified_diff(decode_source(data).text, decode_source(outcome.new_data).text, path)
@@ -160,15 +165,16 @@ def _work(path: str, config: Config, mode: Mode, settings: str | None, location:
     """``path`` as the user gave it (reports, diffs); ``location`` to read it from, if elsewhere
     (an absolute path for a cluster worker, whose working folder is not ours)."""
     location = location or path
-    if path.endswith(".ipynb"):  # the code cells are rewritten as one program (not cached)
-        from .notebooks import process_notebook
-
-        return process_notebook(location, config, mode, role), None
     try:
         data, stat = _read_with_stat(location)
     except OSError as exc:
         return FileReport(path, error=f"0:0: cannot read: {exc.strerror or exc}"), None
-    outcome, cacheable = transform_bytes(data, path, config, role)
+    if path.endswith(".ipynb"):  # the code cells are rewritten as one program
+        from .notebooks import notebook_outcome
+
+        outcome, cacheable = notebook_outcome(data, path, config, role)
+    else:
+        outcome, cacheable = transform_bytes(data, path, config, role)
     report = finish(path, outcome, mode, data, location, stat)
     stored = (Cache.make_key(settings, location, data, role_key(role)), outcome, stat) \
         if settings and cacheable else None
@@ -296,8 +302,6 @@ def read_summaries(paths: Sequence[str]) -> list[Any]:
 
 def _from_cache(cache: Cache, path: str, mode: Mode, extra: str) -> FileReport | None:
     """``extra``: the file's ``role_key``."""
-    if path.endswith(".ipynb"):
-        return None
     key = cache.known_key(path, extra)
     data = None
     if key is None:

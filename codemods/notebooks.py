@@ -417,10 +417,14 @@ def _indent_unit(text: str) -> str:
 
 def cell_diff(result: NotebookResult, path: str) -> str:
     """A unified diff per changed cell, labelled ``a/nb.ipynb:cell-3`` (1-based, all cells counted)."""
+    return cells_diff({i: (result.before[i], result.sources[i]) for i in result.sources}, path)
+
+
+def cells_diff(cells: dict[int, tuple[str, str]], path: str) -> str:
+    """``cell_diff`` of each changed cell's (before, after) source, by 0-based index."""
     from .driver import unified_diff
 
-    return "".join(unified_diff(*_for_display(result.before[i], result.sources[i]), f"{path}:cell-{i + 1}")
-                   for i in sorted(result.sources))
+    return "".join(unified_diff(*_for_display(*cells[i]), f"{path}:cell-{i + 1}") for i in sorted(cells))
 
 
 def _for_display(before: str, after: str) -> tuple[str, str]:
@@ -433,50 +437,43 @@ def _for_display(before: str, after: str) -> tuple[str, str]:
 # -- `devmod apply` on one notebook -------------------------------------------------------------
 def process_notebook(path: str, config: Config, mode: str, role: "FileRole | None" = None) -> FileReport:
     """The driver's process_file for a .ipynb: diff hunks are labelled by cell (``a/nb.ipynb:cell-3``)."""
-    from .driver import FileReport
-    from .source_file import write_atomic
+    from .driver import FileReport, finish
 
-    report = FileReport(path)
     try:
         with open(path, "rb") as handle:
             read_stat = os.fstat(handle.fileno())  # Jupyter's autosave meanwhile is a conflict, not overwritten
             data = handle.read()
     except OSError as exc:
-        report.error = f"0:0: cannot read: {exc.strerror or exc}"
-        return report
+        return FileReport(path, error=f"0:0: cannot read: {exc.strerror or exc}")
+    return finish(path, notebook_outcome(data, path, config, role)[0], mode, data, path, read_stat)  # type: ignore[arg-type]
+
+
+def notebook_outcome(data: bytes, path: str, config: Config,
+                     role: "FileRole | None" = None) -> "tuple[NotebookOutcome, bool]":
+    """The engine's verdict on a notebook's bytes, and whether it may be cached (no internal error)."""
+    from .cache import NotebookOutcome
+
     if b"torch" not in data:
-        report.skipped = "does not use torch"
-        return report
+        return NotebookOutcome(skipped="does not use torch"), True
     try:
         text = data.decode("utf-8")  # nbformat: notebooks are UTF-8 JSON
         result = transform_notebook(text, path, config, role)
     except UnicodeDecodeError as exc:
-        report.error = f"0:0: cannot decode: a notebook must be UTF-8 ({exc.reason} at byte {exc.start})"
-        return report
+        return NotebookOutcome(error=f"0:0: cannot decode: a notebook must be UTF-8 ({exc.reason} at byte "
+                                     f"{exc.start})"), True
     except NotebookError as exc:
-        report.error = f"{exc.line}:{exc.column}: {exc.message}"
-        report.error_cell = exc.cell
-        return report
+        return NotebookOutcome(error=f"{exc.line}:{exc.column}: {exc.message}", error_cell=exc.cell), \
+            "internal error" not in exc.message
     except RecursionError:
-        report.error = "0:0: cannot process: nesting too deep"
-        return report
+        return NotebookOutcome(error="0:0: cannot process: nesting too deep"), True
     except Exception as exc:  # a bug must cost one file, never the run
-        report.error = (f"0:0: internal error ({type(exc).__name__}: {exc}); notebook left unchanged, "
-                        "please report this")
-        return report
-    report.findings, report.skipped = result.findings, result.skipped
-    if not result.changed:
-        return report
-    report.changed = True
-    if mode == "diff":
-        report.diff = cell_diff(result, path)
-    elif mode == "write":
-        try:
-            write_atomic(path, result.output.encode("utf-8"), expected=(data, read_stat))
-        except OSError as exc:
-            report.error = f"0:0: cannot write: {exc.strerror or exc}"
-            report.changed = False
-    return report
+        return NotebookOutcome(error=(f"0:0: internal error ({type(exc).__name__}: {exc}); notebook left unchanged, "
+                                      "please report this")), False
+    outcome = NotebookOutcome(findings=result.findings, skipped=result.skipped)
+    if result.changed:
+        outcome.new_data = result.output.encode("utf-8")
+        outcome.cells = {i: (result.before[i], result.sources[i]) for i in result.sources}
+    return outcome, True
 
 
 def file_line(text: str, cell: int, line: int) -> int:

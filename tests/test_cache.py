@@ -231,3 +231,32 @@ def test_the_warm_path_never_imports_libcst():
     code = ("import sys, codemods.cli, codemods.driver, codemods.cache, codemods.analysis.project; "
             "sys.exit('libcst' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def _notebook(tmp_path, cells: list[str], name: str = "nb.ipynb") -> str:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    path = tmp_path / name
+    nbformat.write(notebook, str(path))
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    return str(path)
+
+
+def test_a_warm_run_answers_notebooks_from_the_cache(tmp_path, monkeypatch):
+    # A tutorial repository is mostly notebooks: each was transformed again on every run.
+    fixed = _notebook(tmp_path, ["import torch", "model = torch.nn.Linear(2, 2).cuda()"])
+    broken = _notebook(tmp_path, ["import torch", "x = (1,"], name="broken.ipynb")
+    paths = [fixed, broken, *_files(tmp_path, 2)]
+    cold = _run(paths, tmp_path / "cache")
+    assert "nb.ipynb:cell-2" in cold[0].diff and cold[1].error and cold[1].error_cell == 2
+    from codemods import notebooks
+    monkeypatch.setattr(notebooks, "transform_notebook", lambda *a, **k: pytest.fail("the notebook ran again"))
+    _forbid_engine(monkeypatch)
+    warm = _run(paths, tmp_path / "cache")
+    assert _summary(warm) == _summary(cold) and warm[1].error_cell == 2
+    written = _run(paths, tmp_path / "cache", mode="write")
+    assert written[0].changed and ".to(device)" in open(fixed).read()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 import os
 import re
 from collections import Counter
@@ -35,6 +36,8 @@ from .rules.base import STATE_KEY, Allow, Finding, Rule, RunState
 from .suppression import read_suppressions
 
 MAX_PASSES = 5
+DEFAULT_DEVICE_NAME = "device"  # (Config's default)
+FALLBACK_DEVICE_NAME = "torch_device"  # when a file binds the default name to something else
 fast_visit.install()  # read-only libcst traversals (the metadata) stop copying the tree
 SHARED_DEVICE_CODE = "DM101"  # runs whenever another rule needs the shared variable
 # Benchmarks and the equivalence check turn the prefilter off to compare (never needed otherwise).
@@ -119,6 +122,18 @@ def _transform(source: str, path: str, config: Config, rules: Sequence[type[Rule
     except PreflightError as exc:
         raise SourceError(exc.message, exc.line, exc.column) from None
     if conflict := conflict_in_file(tree, config.device_name):
+        if config.device_name == DEFAULT_DEVICE_NAME and FALLBACK_DEVICE_NAME not in source:
+            # The default name is taken (seq2seq's ``import torch.cuda as device``): the file gets
+            # another, as a user who never chose one would want, not an error.
+            return _transform(source, path, dataclasses.replace(config, device_name=FALLBACK_DEVICE_NAME),
+                              rules, role, allow)
+        if allow is None:
+            # A name the user chose: an error only where a fix needs it. Tried with a free name, a
+            # result that never uses it is the answer.
+            spare = next(f"_devmod_device{n}" for n in itertools.count() if f"_devmod_device{n}" not in source)
+            result = _transform(source, path, dataclasses.replace(config, device_name=spare), rules, role, None)
+            if spare not in result.output and not any(spare in f.message for f in result.findings):
+                return result
         raise SourceError(f"device name {config.device_name!r} is already {conflict[0]} in this file; "
                           "choose another with --device-name", conflict[1], 1)
     chosen = active_rules(config, rules)

@@ -82,7 +82,27 @@ def is_device_definition(metadata: Mapping, name: str, value: cst.BaseExpression
         if isinstance(node, cst.Call) and any(
                 q.startswith("torch.accelerator.") for q in qualified_names(metadata, node.func)):
             return True
-    return name in DEVICE_LIKE_NAMES and not isinstance(value, (cst.Integer, cst.Float, cst.Name))
+    return name in DEVICE_LIKE_NAMES and not isinstance(value, (cst.Integer, cst.Float, cst.Name)) \
+        and not _surely_no_device(value)
+
+
+# Containers, and the data sets a "dev" split is loaded with (``dev = TabularDataset(...)``).
+_DATA_WORD = re.compile(r"data|loader|iter|split|corpus|examples", re.IGNORECASE)
+
+
+def _surely_no_device(value: cst.BaseExpression) -> bool:
+    """``dev = ["validation", ...]``, ``dev = "dev.tsv"``, ``dev = TabularDataset(...)``: a name that
+    reads like a device holding a development set."""
+    if isinstance(value, (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
+                          cst.GeneratorExp, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    if isinstance(value, cst.SimpleString):
+        text = value.evaluated_value
+        return not isinstance(text, str) or not re.fullmatch(r"(cpu|cuda|mps|xpu|meta)(:\d+)?", text)
+    if isinstance(value, cst.Call):
+        callee = (dotted(value.func) or "").rsplit(".", 1)[-1]
+        return bool(_DATA_WORD.search(callee)) and "device" not in callee.lower()
+    return False
 
 
 def _string_device_choice(value: cst.BaseExpression) -> bool:
@@ -533,7 +553,8 @@ class DeviceLookup:
             first = params[0]
             if first.default is None and first.annotation is None and first.name.value not in _NON_TENSOR_PARAMS \
                     and not _COUNT_NAME.search(first.name.value) and not _used_as_container(function, first.name.value) \
-                    and first.name.value not in _converted_to_tensors(function):  # ``torch.as_tensor(sizes)``: a list
+                    and first.name.value not in _converted_to_tensors(function) \
+                    and first.name.value not in _tested_for_other_types(function):  # ``isinstance(inputs, list)``
                 return first.name.value
         return None
 

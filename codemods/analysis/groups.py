@@ -352,22 +352,37 @@ def blocked_callee(metadata: Mapping, groups: Mapping[cst.Assign, Group], func: 
 def _block_together(groups: dict[cst.Assign, Group], links: list[tuple[Group, Group]]) -> None:
     """Groups that share a held-out value, and a wrapper and the model inside it, move
     together or not at all. A model the author placed already is on its device whatever
-    devmod does: its group is never held back."""
+    devmod does: its group is never held back. A group that stays only beside one the author
+    keeps on the CPU (``Smooth(4, device="cpu")``) stays on the CPU with it, unreported: the
+    whole of it runs where the author chose."""
     for group in groups.values():
         group.blocked = not group.placed and (bool(group.stuck_batches) or bool(group.foreign)
-                                              or bool(group.unplaceable_inline) or group.cpu_by_design
+                                              or bool(group.unplaceable_inline)
                                               or any(h.blockers or h.unplaceable for h in group.held_out))
+    _spread(groups, links, by_design=False)
+    for group in groups.values():
+        group.blocked = group.blocked or (group.cpu_by_design and not group.placed)
+    _spread(groups, links, by_design=True)
+
+
+def _spread(groups: dict[cst.Assign, Group], links: list[tuple[Group, Group]], by_design: bool) -> None:
+    """Hold back every group linked to a held-back one (``by_design``: as the CPU's, unreported)."""
+    def hold(group: Group) -> None:
+        group.blocked = True
+        group.cpu_by_design = group.cpu_by_design or by_design
     changed = True
     while changed:
         changed = False
         for a, b in links:
             for one, other in ((a, b), (b, a)):
                 if one.blocked and not other.blocked and not other.placed:
-                    other.blocked = changed = True
+                    hold(other)
+                    changed = True
         blocked = {id(h.statement) for g in groups.values() if g.blocked for h in g.held_out}
         for group in groups.values():
             if not group.blocked and not group.placed and any(id(h.statement) in blocked for h in group.held_out):
-                group.blocked = changed = True
+                hold(group)
+                changed = True
 
 
 class _GroupFinder:

@@ -19,7 +19,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .names import dotted, keyword, method_call, qualified_names
 from .roles import factory_name, is_loader_constructor
-from .tree import nodes_of, walk
+from .tree import ancestors, nodes_of, walk
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 _TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm"})
@@ -369,6 +369,8 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
     target = loop.target
     if loader.enumerated and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
         target = target.elements[1].value
+    if placed_by_its_loader(metadata, loop, loader, device_names):
+        return None
     names = plain_names(target)
     if names is None:
         return "the batch is unpacked into nested or starred names"
@@ -391,6 +393,43 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         if parts and all(moved_in(loop.body, {part}, device_names) for part in parts):
             return None  # ``images = batch["image"]`` then ``images.to(device=device, ...)``, each part
     return plan
+
+
+def placed_by_its_loader(metadata: Mapping, loop: cst.For, loader: Loader, device_names: set[str]) -> bool:
+    """Is the loop's source built with the device (torchtext's ``BucketIterator(data, device=device)``),
+    itself or, for a parameter of the loop's function, at every call of that function in the file?
+    Its batches arrive on the device: nothing to move, nothing to report."""
+    def with_device(value: cst.BaseExpression | None, depth: int = 0) -> bool:
+        if isinstance(value, cst.Name) and depth < 3:
+            bindings = metadata[ScopeProvider].get(value)
+            nodes = [getattr(a, "node", None) for a in bindings[value.value]] if bindings is not None else []
+            values = [_assigned_value(metadata, n) for n in nodes]
+            return bool(values) and all(with_device(v, depth + 1) for v in values)
+        return isinstance(value, cst.Call) and any(
+            (a.keyword is not None and a.keyword.value == "device")
+            or (isinstance(a.value, cst.Name) and a.value.value in device_names) for a in value.args)
+    if loader.call is not None:
+        return with_device(loader.call)
+    source, _ = loader_source(metadata, loop.iter)
+    if not isinstance(source, cst.Name):
+        return False
+    scope = metadata[ScopeProvider].get(source)
+    nodes = [getattr(a, "node", None) for a in scope[source.value]] if scope is not None else []
+    if len(nodes) != 1 or not isinstance(nodes[0], cst.Param):
+        return with_device(source)
+    param = nodes[0]
+    function = next((p for p in ancestors(metadata, param) if isinstance(p, cst.FunctionDef)), None)
+    if function is None or param not in function.params.params:
+        return False
+    index = list(function.params.params).index(param)
+    module = next(p for p in ancestors(metadata, function) if isinstance(p, cst.Module))
+    calls = [c for c in nodes_of(module, cst.Call) if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
+    given = []
+    for call in calls:
+        named = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param.name.value), None)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        given.append(named if named is not None else positional[index] if index < len(positional) else None)
+    return bool(given) and all(with_device(g) for g in given)
 
 
 def _through_numpy(metadata: Mapping, body: cst.BaseSuite, names: Sequence[str]) -> str | None:

@@ -60,6 +60,8 @@ class FileRole:
     list_collators: frozenset[str] = frozenset()  # project functions that return lists (facenet's ``collate_pil``)
     self_placing: frozenset[str] = frozenset()  # project model classes whose ``__init__`` calls ``self.to(...)``
     plain_classes: frozenset[str] = frozenset()  # project classes seen here that are no ``nn.Module`` (ddim's ``EMAHelper``)
+    # Those of them with a ``cuda()`` of their own or of a project base (seq2seq's losses): no ``.to()``.
+    cuda_method_classes: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -87,6 +89,7 @@ class _Summary:
     cuda_device_setters: set[str] = field(default_factory=set)  # its functions that call it
     list_collators: set[str] = field(default_factory=set)  # functions that return only lists
     self_placing: set[str] = field(default_factory=set)  # classes whose ``__init__`` moves ``self``
+    cuda_methods: set[str] = field(default_factory=set)  # classes that define their own ``cuda()``
 
 
 def module_names(path: str) -> tuple[str, ...]:
@@ -180,6 +183,8 @@ def summarise(path: str, source: str) -> _Summary | None:
                 summary.cpu_resident.add(stmt.name)
             if _places_itself_when_built(stmt):
                 summary.self_placing.add(stmt.name)
+            if any(isinstance(f, ast.FunctionDef) and f.name == "cuda" for f in stmt.body):
+                summary.cuda_methods.add(stmt.name)
             _collect_loads(summary, _CLASS, _outside(nodes, [*stmt.bases, *stmt.keywords, *stmt.decorator_list]))
         elif _is_main_guard(stmt):
             summary.has_main = True
@@ -631,6 +636,7 @@ class ProjectIndex:
         collators |= self._all_collators
         plain = {name for name, (file, original) in visible.items() if file in self.files
                  and original in self.files[file].class_bases and (file, original) not in self.model_classes}
+        own_cuda = {name for name in plain if self._defines_cuda(*visible[name])}
         for local, module in summary.module_aliases.items():  # ``training.collate_pil``
             collators |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.list_collators}
             self_placing |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.self_placing}
@@ -641,8 +647,18 @@ class ProjectIndex:
                         model_names=frozenset(models), tensor_helpers=frozenset(helpers),
                         main_only=frozenset(self._main_only(summary)),
                         list_collators=frozenset(collators), self_placing=frozenset(self_placing),
-                        plain_classes=frozenset(plain),
+                        plain_classes=frozenset(plain), cuda_method_classes=frozenset(own_cuda),
                         star_names=frozenset(self._star_variables(summary)))
+
+    def _defines_cuda(self, path: str, name: str, depth: int = 0) -> bool:
+        """Does class ``name`` of ``path`` define ``cuda()``, itself or through a project base?"""
+        summary = self.files.get(path)
+        if summary is None or name not in summary.class_bases or depth > 20:
+            return False
+        if name in summary.cuda_methods:
+            return True
+        seen = self._visible(summary)
+        return any(self._defines_cuda(*seen[base], depth + 1) for base in summary.class_bases[name] if base in seen)
 
     # -- name resolution -----------------------------------------------------------------------
     def _resolve(self, module: str) -> list[_Summary]:

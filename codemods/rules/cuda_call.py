@@ -29,9 +29,9 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ..analysis.candidates import FileFacts, method_name
 from ..analysis.guards import gpu_only
 from ..analysis.roles import holds_no_tensors
-from ..analysis.scopes import only_assigned_value, scope_bindings
+from ..analysis.scopes import assigned_value, only_assigned_value, scope_bindings
 from ..analysis.tree import ancestors, code_of, mentions_name, nodes_of, walk
-from ..analysis.names import method_call, qualified_names
+from ..analysis.names import dotted, method_call, qualified_names
 from .base import Invalid, Rule, Valid
 
 
@@ -53,6 +53,7 @@ class CudaCall(Rule):
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._set_devices: set[str] | None = None  # the arguments of the file's ``torch.cuda.set_device`` calls
+        self._cuda_classes: set[str] | None = None  # classes with their own ``cuda()`` (``_plain_object``)
         return super().visit_Module(node)
 
     def _set_device_to(self, index: cst.BaseExpression) -> bool:
@@ -66,6 +67,8 @@ class CudaCall(Rule):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not method_call(original_node, "cuda") or self._is_torch_cuda_module(original_node):
             return updated_node
+        if self._inside_own_cuda_method(original_node) or self._plain_object(original_node):
+            return updated_node  # the class's own ``cuda()``: asked for by its caller, and no ``.to()`` to call
         args = list(updated_node.args)
         if any(a.keyword is None for a in args):
             if self._names_a_device(original_node.args[0]):
@@ -100,6 +103,28 @@ class CudaCall(Rule):
         new_args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_args]
         replacement = updated_node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=new_args)
         return self.fix(original_node, updated_node, replacement, "`.cuda()` -> `.to(device)`")
+
+    def _inside_own_cuda_method(self, call: cst.Call) -> bool:
+        """``def cuda(self): self.crit.cuda()``: a class's own ``cuda()`` that forwards the move to
+        its parts runs only when its caller asks for CUDA (as ``Tensor.cuda()`` does)."""
+        function = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.FunctionDef)), None)
+        return function is not None and function.name.value == "cuda"
+
+    def _plain_object(self, call: cst.Call) -> bool:
+        """``meter.cuda()`` with ``meter = Meter()``, an instance of a project class that is no
+        ``nn.Module`` and has a ``cuda()`` of its own (it has no ``.to()``)."""
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        if not isinstance(func.value, cst.Name):
+            return False
+        if self._cuda_classes is None:
+            own = {c.name.value for c in nodes_of(self.tree, cst.ClassDef) if c.name.value not in self.facts.model_classes
+                   and any(isinstance(f, cst.FunctionDef) and f.name.value == "cuda" for f in c.body.body)}
+            self._cuda_classes = own | self.state.role.cuda_method_classes
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(func.value), func.value.value)
+        built = [assigned_value(self.metadata, b.node) for b in bindings]
+        return bool(built) and all(isinstance(b, cst.Call) and (dotted(b.func) or "") in self._cuda_classes
+                                   for b in built)
 
     def _moves_nothing(self, call: cst.Call) -> bool:
         """``nn.NLLLoss().cuda()``, ``crit = nn.LogSoftmax(dim=1); crit.cuda()``: a module with no

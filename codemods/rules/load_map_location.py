@@ -34,6 +34,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts
+from ..analysis.guards import gpu_only
 from ..analysis.names import dotted, keyword, positional, qualified_names
 from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind, assigned_value, scope_bindings
@@ -75,6 +76,8 @@ class LoadMapLocation(Rule):
             return updated_node
         if any(a.star for a in original_node.args):
             return updated_node
+        if gpu_only(self.metadata, original_node):
+            return updated_node  # ``if torch.cuda.is_available(): torch.load(path)``: the author's GPU branch
         device = self._device(original_node)
         if isinstance(device, cst.SimpleString) and self._may_be_a_whole_model(original_node) \
                 and self.devices.place(original_node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
@@ -82,6 +85,11 @@ class LoadMapLocation(Rule):
         if isinstance(device, cst.SimpleString) and (self._used_as_loaded(original_node)
                                                      or self._handed_on_as_loaded(original_node)):
             return updated_node  # (an EMA shadow kept as restored, used beside the model's parameters)
+        if isinstance(device, cst.SimpleString) and self.devices.per_rank \
+                and self._used_outside_state_dicts(original_node):
+            # One process per GPU that keeps its ``.cuda()``: a tensor used as loaded (swav's queue)
+            # would meet the rank's GPU tensors; ``load_state_dict`` copies to them.
+            return updated_node
         return self.fix(original_node, updated_node, with_keyword(updated_node, "map_location", device),
                         "`torch.load` without `map_location` restores tensors to the device they were saved on")
 
@@ -153,6 +161,27 @@ class LoadMapLocation(Rule):
                     isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
                     and t.target.value.value == "self" for t in holder.targets):
                 return True
+        return False
+
+    def _used_outside_state_dicts(self, load: cst.Call) -> bool:
+        """Is a part of the checkpoint used otherwise than handed to a ``load_state_dict`` or read
+        as bookkeeping (``ckpt["epoch"]``)?"""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, load)
+        for piece in [load] if name is None else uses_of_binding(self.metadata, name):
+            expr, key = piece, None
+            while isinstance(parents.get(expr), cst.Subscript) and parents[expr].value is expr:
+                expr = parents[expr]
+                index = expr.slice[0].slice if len(expr.slice) == 1 else None
+                key = index.value.evaluated_value if isinstance(index, cst.Index) \
+                    and isinstance(index.value, cst.SimpleString) else key
+            call = parents.get(parents.get(expr)) if isinstance(parents.get(expr), cst.Arg) else None
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                    and call.func.attr.value == "load_state_dict":
+                continue
+            if isinstance(key, str) and _BOOKKEEPING.search(key.lower()) and expr is not piece:
+                continue
+            return True
         return False
 
     def _device(self, node: cst.Call) -> cst.BaseExpression:

@@ -115,7 +115,8 @@ class SharedDevice(Rule):
             if guard is not None:
                 statement = statement.with_changes(leading_lines=[])
                 if self.fix(where, module, statement, f"add the shared `{name}` variable") is statement:
-                    self._guard, self._insert = guard, [statement]
+                    # (``import torch.nn as nn`` alone binds no ``torch``: the block imports it first)
+                    self._guard, self._insert = guard, self._import_torch_if_missing() + [statement]
                 return
             if self.fix(where, module, statement, f"add the shared `{name}` variable") is statement:
                 self._anchor, self._insert = anchor, self._import_torch_if_missing() + [statement]

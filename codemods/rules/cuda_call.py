@@ -13,6 +13,9 @@ that should follow a single shared ``torch.device``. ``.to(device)`` works on bo
   Dataset or collate function nothing is moved (reported instead). In a file other
   project files import, a helper follows its tensor input too, and one without any is
   reported: the shared device belongs to driver code.
+- An object's own ``cuda()`` is not ``Tensor.cuda()``: a ``.cuda()`` inside a method named
+  ``cuda`` (which moves the object's parts when its caller asks) and ``x.cuda()`` on an instance
+  of a class that defines one (itself or through a project base; it has no ``.to()``) stay.
 - A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
   model = model.cuda()``) collapses into the unconditional ``.to(device)``, which
   already falls back to the CPU. So does ``a if torch.cuda.is_available() else b``

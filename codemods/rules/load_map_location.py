@@ -20,6 +20,10 @@ whatever device they were saved from, which need not be the model's.
   So does a load whose tensors leave the function as loaded: a part returned to the caller
   (``return ckpt["mean"]``; bookkeeping such as ``ckpt["epoch"]`` does not count) or one put on
   the model in its own method (``self.scale = torch.load(path)`` replaces a placed buffer).
+- Not behind the author's GPU test (``if torch.cuda.is_available(): torch.load(path)``, whose
+  ``else`` maps to the CPU itself), and not in a one-process-per-GPU program that keeps its
+  ``.cuda()`` when the tensors are used as loaded (a queue resumed beside the rank's GPU tensors);
+  a checkpoint that only goes to ``load_state_dict`` there still gets ``"cpu"``.
 - A second positional argument already is the map location; ``weights_only`` and
   every other argument stay as written. ``map_location="cuda:0"`` is DM102's (string
   devices) and ``**kwargs`` may carry one: both are left alone.

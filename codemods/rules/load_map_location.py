@@ -38,7 +38,6 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts
-from ..analysis.guards import gpu_only
 from ..analysis.names import dotted, keyword, positional, qualified_names
 from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind, assigned_value, scope_bindings
@@ -80,7 +79,7 @@ class LoadMapLocation(Rule):
             return updated_node
         if any(a.star for a in original_node.args):
             return updated_node
-        if gpu_only(self.metadata, original_node):
+        if self._in_cuda_branch(original_node):
             return updated_node  # ``if torch.cuda.is_available(): torch.load(path)``: the author's GPU branch
         device = self._device(original_node)
         if isinstance(device, cst.SimpleString) and self._may_be_a_whole_model(original_node) \
@@ -165,6 +164,17 @@ class LoadMapLocation(Rule):
                     isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
                     and t.target.value.value == "self" for t in holder.targets):
                 return True
+        return False
+
+    def _in_cuda_branch(self, load: cst.Call) -> bool:
+        """In the body of ``if torch.cuda.is_available():`` (seq2seq's ``Checkpoint.load``, whose
+        ``else`` maps to the CPU itself)."""
+        child: cst.CSTNode = load
+        for parent in ancestors(self.metadata, load):
+            if isinstance(parent, cst.If) and child is parent.body and isinstance(parent.test, cst.Call) \
+                    and "torch.cuda.is_available" in qualified_names(self.metadata, parent.test.func):
+                return True
+            child = parent
         return False
 
     def _used_outside_state_dicts(self, load: cst.Call) -> bool:

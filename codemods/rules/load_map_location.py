@@ -88,7 +88,7 @@ class LoadMapLocation(Rule):
         if isinstance(device, cst.SimpleString) and (self._used_as_loaded(original_node)
                                                      or self._handed_on_as_loaded(original_node)):
             return updated_node  # (an EMA shadow kept as restored, used beside the model's parameters)
-        if isinstance(device, cst.SimpleString) and self.devices.per_rank \
+        if isinstance(device, cst.SimpleString) and self.devices.per_rank and self.state.role.sets_cuda_device \
                 and self._used_outside_state_dicts(original_node):
             # One process per GPU that keeps its ``.cuda()``: a tensor used as loaded (swav's queue)
             # would meet the rank's GPU tensors; ``load_state_dict`` copies to them.
@@ -194,6 +194,10 @@ class LoadMapLocation(Rule):
                     and call.func.attr.value == "load_state_dict":
                 continue
             if isinstance(key, str) and _BOOKKEEPING.search(key.lower()) and expr is not piece:
+                continue
+            holder = parents.get(expr)
+            if isinstance(holder, cst.ComparisonTarget) or (  # ``"config" in pkg``, ``pkg.keys()``
+                    isinstance(holder, cst.Attribute) and holder.attr.value == "keys"):
                 continue
             return True
         return False

@@ -636,7 +636,8 @@ class ProjectIndex:
         collators |= self._all_collators
         plain = {name for name, (file, original) in visible.items() if file in self.files
                  and original in self.files[file].class_bases and (file, original) not in self.model_classes}
-        own_cuda = {name for name in plain if self._defines_cuda(*visible[name])}
+        own_cuda = {local for local, key in self._classes_through_reexports(summary).items()
+                    if key not in self.model_classes and self._defines_cuda(*key)}
         for local, module in summary.module_aliases.items():  # ``training.collate_pil``
             collators |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.list_collators}
             self_placing |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.self_placing}
@@ -649,6 +650,20 @@ class ProjectIndex:
                         list_collators=frozenset(collators), self_placing=frozenset(self_placing),
                         plain_classes=frozenset(plain), cuda_method_classes=frozenset(own_cuda),
                         star_names=frozenset(self._star_variables(summary)))
+
+    def _classes_through_reexports(self, summary: _Summary) -> dict[str, tuple[str, str]]:
+        """Local name -> (defining file, name there) for the project classes a file imports by
+        name, also through a package's ``from .loss import Perplexity`` (one level), and its own."""
+        found = {name: (summary.path, name) for name in summary.class_bases}
+        for local, (module, name) in summary.from_names.items():
+            for target in self._resolve(module):
+                if name in target.class_bases:
+                    found[local] = (target.path, name)
+                elif name in target.from_names:
+                    inner, original = target.from_names[name]
+                    found.update((local, (deeper.path, original)) for deeper in self._resolve(inner)
+                                 if original in deeper.class_bases)
+        return found
 
     def _defines_cuda(self, path: str, name: str, depth: int = 0) -> bool:
         """Does class ``name`` of ``path`` define ``cuda()``, itself or through a project base?"""

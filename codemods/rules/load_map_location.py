@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Mapping
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
@@ -138,6 +139,11 @@ class LoadMapLocation(Rule):
                         return True  # an instance of a class of the project that is no module
         return False
 
+    def _pieces(self, load: cst.Call) -> list[cst.CSTNode]:
+        """The load itself, or the reads of the name it is bound to."""
+        name = assigned_name(self.metadata, load)
+        return [load] if name is None else list(uses_of_binding(self.metadata, name))
+
     def _handed_on_as_loaded(self, load: cst.Call) -> bool:
         """Does a tensor of the checkpoint leave the function as loaded: a part returned to the
         caller (``return ckpt["mean"]``, used there beside the model), or the value put on a
@@ -145,15 +151,9 @@ class LoadMapLocation(Rule):
         ``model.to()`` placed)? On the CPU it would meet the model's tensors on the GPU.
         Bookkeeping returned beside it (``ckpt["epoch"]``) does not count."""
         parents = self.metadata[ParentNodeProvider]
-        name = assigned_name(self.metadata, load)
         in_model = self.devices.place(load).kind is ScopeKind.MODEL_METHOD
-        for piece in [load] if name is None else uses_of_binding(self.metadata, name):
-            expr, key = piece, None
-            while isinstance(parents.get(expr), cst.Subscript) and parents[expr].value is expr:
-                expr = parents[expr]
-                index = expr.slice[0].slice if len(expr.slice) == 1 else None
-                key = index.value.evaluated_value if isinstance(index, cst.Index) \
-                    and isinstance(index.value, cst.SimpleString) else key
+        for piece in self._pieces(load):
+            expr, key = _part_read(parents, piece)
             holder = parents.get(expr)
             if isinstance(holder, cst.Element) and isinstance(parents.get(holder), cst.Tuple):
                 holder = parents.get(parents.get(holder))  # ``return ckpt["mean"], ckpt["epoch"]``
@@ -181,14 +181,8 @@ class LoadMapLocation(Rule):
         """Is a part of the checkpoint used otherwise than handed to a ``load_state_dict`` or read
         as bookkeeping (``ckpt["epoch"]``)?"""
         parents = self.metadata[ParentNodeProvider]
-        name = assigned_name(self.metadata, load)
-        for piece in [load] if name is None else uses_of_binding(self.metadata, name):
-            expr, key = piece, None
-            while isinstance(parents.get(expr), cst.Subscript) and parents[expr].value is expr:
-                expr = parents[expr]
-                index = expr.slice[0].slice if len(expr.slice) == 1 else None
-                key = index.value.evaluated_value if isinstance(index, cst.Index) \
-                    and isinstance(index.value, cst.SimpleString) else key
+        for piece in self._pieces(load):
+            expr, key = _part_read(parents, piece)
             call = parents.get(parents.get(expr)) if isinstance(parents.get(expr), cst.Arg) else None
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                     and call.func.attr.value == "load_state_dict":
@@ -269,3 +263,15 @@ class LoadMapLocation(Rule):
             "    def __getitem__(self, i):\n        return torch.load(f\"{i}.pt\", map_location=\"cpu\")\n",
         ),
     ]
+
+
+def _part_read(parents: Mapping, piece: cst.CSTNode) -> tuple[cst.CSTNode, object]:
+    """``ckpt["ema"][0]`` around ``piece`` (``ckpt``): the outermost subscript and its last
+    string key (None when no key is a string)."""
+    expr, key = piece, None
+    while isinstance(parents.get(expr), cst.Subscript) and parents[expr].value is expr:
+        expr = parents[expr]
+        index = expr.slice[0].slice if len(expr.slice) == 1 else None
+        key = index.value.evaluated_value if isinstance(index, cst.Index) \
+            and isinstance(index.value, cst.SimpleString) else key
+    return expr, key

@@ -36,7 +36,7 @@ from .rules.base import STATE_KEY, Allow, Finding, Rule, RunState
 from .suppression import read_suppressions
 
 MAX_PASSES = 5
-DEFAULT_DEVICE_NAME = "device"  # (Config's default)
+DEFAULT_DEVICE_NAME = Config.device_name  # the name a user who chose none gets
 FALLBACK_DEVICE_NAME = "torch_device"  # when a file binds the default name to something else
 fast_visit.install()  # read-only libcst traversals (the metadata) stop copying the tree
 SHARED_DEVICE_CODE = "DM101"  # runs whenever another rule needs the shared variable

@@ -17,7 +17,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from .names import dotted, keyword, method_call, qualified_names
+from .names import argument_for, dotted, keyword, method_call, qualified_names
 from .roles import factory_name, is_loader_constructor
 from .tree import ancestors, nodes_of, walk
 
@@ -424,12 +424,7 @@ def placed_by_its_loader(metadata: Mapping, loop: cst.For, loader: Loader, devic
     index = list(function.params.params).index(param)
     module = next(p for p in ancestors(metadata, function) if isinstance(p, cst.Module))
     calls = [c for c in nodes_of(module, cst.Call) if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
-    given = []
-    for call in calls:
-        named = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param.name.value), None)
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        given.append(named if named is not None else positional[index] if index < len(positional) else None)
-    return bool(given) and all(with_device(g) for g in given)
+    return bool(calls) and all(with_device(argument_for(c, index, param.name.value)) for c in calls)
 
 
 def _through_numpy(metadata: Mapping, body: cst.BaseSuite, names: Sequence[str]) -> str | None:

@@ -56,7 +56,6 @@ class CudaCall(Rule):
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._set_devices: set[str] | None = None  # the arguments of the file's ``torch.cuda.set_device`` calls
-        self._cuda_classes: set[str] | None = None  # classes with their own ``cuda()`` (``_plain_object``)
         return super().visit_Module(node)
 
     def _set_device_to(self, index: cst.BaseExpression) -> bool:
@@ -120,14 +119,10 @@ class CudaCall(Rule):
         assert isinstance(func, cst.Attribute)
         if not isinstance(func.value, cst.Name):
             return False
-        if self._cuda_classes is None:
-            own = {c.name.value for c in nodes_of(self.tree, cst.ClassDef) if c.name.value not in self.facts.model_classes
-                   and any(isinstance(f, cst.FunctionDef) and f.name.value == "cuda" for f in c.body.body)}
-            self._cuda_classes = own | self.state.role.cuda_method_classes
+        classes = self.state.role.cuda_method_classes  # (the file's own classes too: the index reads them)
         bindings = scope_bindings(self.metadata[ScopeProvider].get(func.value), func.value.value)
         built = [assigned_value(self.metadata, b.node) for b in bindings]
-        return bool(built) and all(isinstance(b, cst.Call) and (dotted(b.func) or "") in self._cuda_classes
-                                   for b in built)
+        return bool(built) and all(isinstance(b, cst.Call) and (dotted(b.func) or "") in classes for b in built)
 
     def _moves_nothing(self, call: cst.Call) -> bool:
         """``nn.NLLLoss().cuda()``, ``crit = nn.LogSoftmax(dim=1); crit.cuda()``: a module with no

@@ -9,7 +9,8 @@ and are pruned when the cache grows past its bound.
 Two layers, like ruff's cache:
 - ``entries/``: one small file per key (content-addressed), shared by every project;
 - ``index/``: per settings and working folder, the size, mtime and content hash last seen for
-  each path. A file whose size and mtime are unchanged is not even read. A file modified
+  each path. A file whose size and mtime are unchanged is not even read. An outcome that
+  rewrites nothing is kept in the index too, so a warm run opens one file, not one per path. A file modified
   within ``RACY_SECONDS`` of being recorded is not trusted (its mtime could repeat after an
   edit in the same clock tick) and is hashed next time, as git does for "racily clean" files.
 
@@ -23,7 +24,6 @@ import dataclasses
 import hashlib
 import os
 import pickle
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from . import __version__
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 MAX_ENTRIES = 50_000  # about 50-100 MB at most; pruned oldest-first past this
 RACY_SECONDS = 2.0
 _ENV = "DEVMOD_CACHE_DIR"
@@ -100,7 +100,8 @@ class Cache:
         self.hits = self.misses = 0
         index_key = hashlib.sha256(f"{self.settings}|{os.getcwd()}".encode()).hexdigest()[:32]
         self._index_path = self.root / "index" / f"{index_key}.pickle"
-        self._index: dict[str, tuple[int, int, str, str]] = self._load(self._index_path) or {}
+        # path -> (size, mtime_ns, key, role extra, the outcome when it rewrites nothing, else None)
+        self._index: dict[str, tuple[int, int, str, str, Outcome | None]] = self._load(self._index_path) or {}
         self._index_dirty = False
         self._written = 0
         # What the project index read from each file (see ``summary_of``), by size and mtime.
@@ -130,14 +131,23 @@ class Cache:
     def known_key(self, path: str, extra: str = "") -> str | None:
         """The key of ``path`` if its size and mtime (and ``extra``) are what was recorded (the
         file is not read)."""
+        known = self.known(path, extra)
+        return known[0] if known is not None else None
+
+    def known(self, path: str, extra: str = "") -> tuple[str, Outcome | None] | None:
+        """``known_key``, and the outcome when the index holds it (an outcome that rewrites nothing)."""
         seen = self._index.get(os.path.abspath(path))
-        if seen is None or len(seen) != 4 or seen[3] != extra:
+        if seen is None or len(seen) != 5 or seen[3] != extra:
             return None
         try:
             stat = os.stat(path)
         except OSError:
             return None
-        return seen[2] if (stat.st_size, stat.st_mtime_ns) == seen[:2] else None
+        if (stat.st_size, stat.st_mtime_ns) != seen[:2]:
+            return None
+        if seen[4] is not None:
+            self.hits += 1
+        return seen[2], seen[4]
 
     def likely_cold(self, paths: list[str]) -> bool:
         """Are most of ``paths`` unknown to this cache (a first run)? Only asked, never trusted."""
@@ -159,10 +169,12 @@ class Cache:
         self._write(self._entry_path(key), outcome)
         self._written += 1
         if stat is not None:
-            self.remember(path, key, stat, extra)
+            self.remember(path, key, stat, extra, outcome)
 
-    def remember(self, path: str, key: str, stat: os.stat_result | None = None, extra: str = "") -> None:
-        """Record ``path``'s size and mtime for ``key``, unless it changed too recently to trust."""
+    def remember(self, path: str, key: str, stat: os.stat_result | None = None, extra: str = "",
+                 outcome: Outcome | None = None) -> None:
+        """Record ``path``'s size and mtime for ``key``, unless it changed too recently to trust;
+        and ``outcome`` with them when it rewrites nothing (a rewrite's bytes stay in its entry)."""
         if stat is None:
             try:
                 stat = os.stat(path)
@@ -170,7 +182,8 @@ class Cache:
                 return
         if time.time() - stat.st_mtime_ns / 1e9 < RACY_SECONDS:
             return
-        self._index[os.path.abspath(path)] = (stat.st_size, stat.st_mtime_ns, key, extra)
+        inline = outcome if outcome is not None and outcome.new_data is None else None
+        self._index[os.path.abspath(path)] = (stat.st_size, stat.st_mtime_ns, key, extra, inline)
         self._index_dirty = True
 
     def summary_of(self, path: str, read: Callable[[str], Any] | None = None) -> Any:
@@ -271,6 +284,7 @@ class Cache:
 
     @staticmethod
     def _write(path: Path, value: Any) -> None:
+        import tempfile  # late: a run answered from the cache writes nothing
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)

@@ -36,7 +36,24 @@ def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
         raise click.BadParameter(str(exc).split(": ", 1)[-1]) from exc
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Imports a subcommand's module only when that command runs or is listed (click's
+    documented lazy-loading pattern): ``apply`` answered from the cache loads neither
+    ``verify`` nor ``review``."""
+
+    lazy = {"verify": "codemods.verify.command", "review": "codemods.review.command"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy and name not in self.commands:
+            import importlib
+            self.add_command(getattr(importlib.import_module(self.lazy[name]), name))
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="devmod")
 def main() -> None:
     """devmod puts every PyTorch tensor, model and batch on one shared device.
@@ -250,24 +267,6 @@ def rules(code: str | None) -> None:
         sys.exit(EXIT_ERROR)
     click.echo(text)
 
-
-def _register_verify() -> None:
-    try:
-        from .verify.command import verify
-    except ImportError:  # pragma: no cover - verify is part of the package
-        return
-    main.add_command(verify)
-
-
-_register_verify()
-
-
-def _register_review() -> None:
-    from .review.command import review  # the GitHub client itself is imported only when needed
-    main.add_command(review)
-
-
-_register_review()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -11,13 +11,12 @@ import contextlib
 import dataclasses
 import difflib
 import functools
+import hashlib
 import os
 import sys
 from collections import Counter
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Sequence
 
 from .cache import Cache, NotebookOutcome, Outcome
 from .analysis.project import FileRole, ProjectIndex, files_around, read_summary
@@ -25,6 +24,9 @@ from .config import Config
 from .findings import Finding
 from .interrupts import pool_options
 from .source_file import decode_source, unencodable, wide_encoding_problem, write_atomic
+
+if TYPE_CHECKING:  # the pool is imported where one is started: a cached run starts none
+    from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 Mode = Literal["write", "diff", "check"]
 CHUNK_MAX = 16  # files per task: enough to hide the hand-off, few enough to balance the workers
@@ -53,10 +55,14 @@ class FileReport:
 
 
 def __getattr__(name: str):
-    """``transform_source`` and ``SourceError`` come from the engine, imported on first use."""
+    """``transform_source`` and ``SourceError`` come from the engine, imported on first use;
+    the process pool's classes too."""
     if name in ("transform_source", "SourceError"):
         from . import engine
         return getattr(engine, name)
+    if name in ("ProcessPoolExecutor", "BrokenProcessPool"):
+        import concurrent.futures.process
+        return getattr(concurrent.futures.process, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -187,12 +193,14 @@ def _work_chunk(items: Sequence[tuple[str, str, FileRole]], config: Config, mode
 
 
 def role_key(role: FileRole | None) -> str:
-    """What the project index says of a file, as a stable string (sets sorted) for cache keys:
-    a file's result depends on the rest of its project too."""
+    """What the project index says of a file, as a stable digest (of its fields, sets sorted) for
+    cache keys: a file's result depends on the rest of its project too. A digest, not the text:
+    the cache's index stores one per path, and a warm run loads it whole."""
     if role is None:
         return ""
     values = dataclasses.asdict(role) if dataclasses.is_dataclass(role) else dict(vars(role))
-    return repr(sorted((k, sorted(v) if isinstance(v, (set, frozenset)) else v) for k, v in values.items()))
+    text = repr(sorted((k, sorted(v) if isinstance(v, (set, frozenset)) else v) for k, v in values.items()))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | None = None,
@@ -207,6 +215,8 @@ def process_files(paths: Iterable[str], config: Config, mode: Mode, jobs: int | 
     with contextlib.ExitStack() as stack:
         pool = None
         if executor is None and _pooled(jobs, len(paths)) and (cache is None or cache.likely_cold(paths)):
+            from concurrent.futures import ProcessPoolExecutor
+
             # Workers are forked now, while this process is small: a forked worker starts with
             # (and its peak RSS counts) every page of its parent, and the project index below
             # holds ~60 MiB on a repository of 2,000 files. They load the engine (libcst) while
@@ -281,6 +291,7 @@ def _read_in_parallel(executor: Executor, files: list[str], jobs: int) -> tuple[
     process alone, it kept the workers idle for a tenth of a run. (This process does not take a
     share: the workers are as many as the cores, and cancelling queued tasks of a pool that then
     breaks trips up CPython 3.11's pool.) A chunk a lost worker took is read here."""
+    from concurrent.futures.process import BrokenProcessPool
     size = max(1, min(SUMMARY_CHUNK_MAX, len(files) // (jobs * 4)))
     chunks = [files[i:i + size] for i in range(0, len(files), size)]
     futures = [executor.submit(read_summaries, chunk) for chunk in chunks]
@@ -302,19 +313,22 @@ def read_summaries(paths: Sequence[str]) -> list[Any]:
 
 def _from_cache(cache: Cache, path: str, mode: Mode, extra: str) -> FileReport | None:
     """``extra``: the file's ``role_key``."""
-    key = cache.known_key(path, extra)
+    known = cache.known(path, extra)
     data = None
-    if key is None:
+    if known is None:
         try:
             data = _read(path)
         except OSError:
             return None  # the worker reports the error
-        key = cache.key(path, data, extra)
-    outcome = cache.get(key)
+        key, outcome = cache.key(path, data, extra), None
+    else:
+        key, outcome = known
+    if outcome is None:
+        outcome = cache.get(key)
     if outcome is None:
         return None
     if data is not None:
-        cache.remember(path, key, extra=extra)
+        cache.remember(path, key, extra=extra, outcome=outcome)
     elif outcome.new_data is not None and mode != "check":
         try:  # about to show or write a change: make sure the file is what was cached
             data = _read(path)
@@ -340,12 +354,15 @@ def _run(paths: list[str], roles: list[FileRole], todo: list[int], config: Confi
     if executor is not None:
         yield from _run_chunks(executor, chunks, paths, roles, config, mode, settings, isolate=isolate)
         return
+    from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(max_workers=jobs, **pool_options()) as pool:  # workers stop with the run
         yield from _run_chunks(pool, chunks, paths, roles, config, mode, settings, isolate=True)
 
 
 def _run_chunks(executor: Executor, chunks: list[list[int]], paths: list[str], roles: list[FileRole],
                 config: Config, mode: Mode, settings: str | None, isolate: bool) -> Iterator[tuple[int, _Result]]:
+    from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
+
     def submit(pool: Executor, chunk: list[int]) -> Future:
         items = [(paths[i], paths[i] if isolate else os.path.abspath(paths[i]), roles[i]) for i in chunk]
         return pool.submit(_work_chunk, items, config, mode, settings)
@@ -377,6 +394,7 @@ def _run_chunks(executor: Executor, chunks: list[list[int]], paths: list[str], r
 
 
 def _isolated(path: str, config: Config, mode: Mode, settings: str | None, role: FileRole) -> _Result:
+    from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
     try:
         with ProcessPoolExecutor(max_workers=1, **pool_options()) as pool:
             return pool.submit(_work, path, config, mode, settings, None, role).result()

@@ -9,8 +9,10 @@ at the same absolute paths (a shared or identical checkout).
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import Executor
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 CONNECT_TIMEOUT_S = 10
 

@@ -192,6 +192,22 @@ def test_a_warm_run_through_worker_processes_computes_nothing(tmp_path, monkeypa
     assert _summary(warm) == _summary(cold)
 
 
+def test_a_warm_run_opens_an_entry_only_for_a_file_it_rewrites(tmp_path, monkeypatch):
+    """An outcome that rewrites nothing is kept in the index: a warm run of an unchanged
+    project opens the index, not one entry file per path (counted, not timed)."""
+    paths = _files(tmp_path, 6)  # three need a fix, three are clean
+    cold = _run(paths, tmp_path / "cache")
+    opened = []
+    real_load = Cache._load
+    monkeypatch.setattr(Cache, "_load", staticmethod(lambda path: opened.append(path) or real_load(path)))
+    _forbid_engine(monkeypatch)
+    cache = Cache(Config(), tmp_path / "cache")
+    warm = list(driver.process_files(paths, Config(), "diff", jobs=1, cache=cache))
+    assert _summary(warm) == _summary(cold) and cache.hits == len(paths)
+    entries = [p for p in opened if "entries" in p.parts]
+    assert len(entries) == sum(r.changed for r in cold) == 3
+
+
 def test_a_warm_run_does_not_build_the_project_index(tmp_path, monkeypatch):
     """The roles of an unchanged project come from the cache: no summary, no import graph."""
     from codemods.analysis import project

@@ -797,7 +797,9 @@ def files_around(paths: Iterable[str], limit: int = 2000) -> list[str]:
     given = set(paths)
     extra: list[str] = []
     try:
-        for root, marked in sorted({project_root(folder) for folder in {os.path.dirname(p) for p in paths}}):
+        marked_folders: dict[str, bool] = {}  # sibling folders share their parents' checks
+        roots = {project_root(folder, marked=marked_folders) for folder in {os.path.dirname(p) for p in paths}}
+        for root, marked in sorted(roots):
             # Without a project marker only the file's own folder is its project (never all of /tmp).
             found = iter_python_files([root]) if marked else (
                 os.path.join(root, n) for n in sorted(os.listdir(root)) if n.endswith(".py"))
@@ -815,12 +817,15 @@ def files_around(paths: Iterable[str], limit: int = 2000) -> list[str]:
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 
 
-def project_root(folder: str, max_up: int = 6) -> tuple[str, bool]:
+def project_root(folder: str, max_up: int = 6, marked: dict[str, bool] | None = None) -> tuple[str, bool]:
     """The nearest folder at or above ``folder`` that marks a project, and True; else
-    ``(folder, False)``."""
+    ``(folder, False)``. ``marked``: what earlier calls found, folder by folder."""
+    marked = {} if marked is None else marked
     current = os.path.abspath(folder)
     for _ in range(max_up):
-        if any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS):
+        if current not in marked:
+            marked[current] = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
+        if marked[current]:
             return current, True
         parent = os.path.dirname(current)
         if parent == current:

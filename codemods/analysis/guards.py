@@ -35,6 +35,22 @@ def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
     return False
 
 
+def in_cuda_available_branch(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """In the body of ``if torch.cuda.is_available():`` itself (stricter than ``gpu_only``: no
+    other switch, no early exit), where the author's ``else`` usually handles the CPU."""
+    child: cst.CSTNode = node
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, cst.If) and child is parent.body and is_cuda_available_call(metadata, parent.test):
+            return True
+        child = parent
+    return False
+
+
+def is_cuda_available_call(metadata: Mapping, expr: cst.CSTNode) -> bool:
+    """``torch.cuda.is_available()``."""
+    return isinstance(expr, cst.Call) and "torch.cuda.is_available" in qualified_names(metadata, expr.func)
+
+
 def _names_a_gpu(expr: cst.CSTNode) -> bool:
     """Does ``expr`` read a GPU switch (any name or attribute with ``gpu`` or ``cuda`` in it), or
     compare with a CUDA device's name (``self.device.type == 'cuda'``, ``str(device) == 'cuda:0'``)?"""

@@ -161,10 +161,14 @@ def _sample_tensors(metadata: Mapping, value: cst.BaseExpression) -> bool:
 
 # -- how the body uses a batch --------------------------------------------------------------------
 def _uses(metadata: Mapping, body: cst.CSTNode, name: str) -> Iterator[tuple[cst.Name, cst.CSTNode]]:
-    """Reads of ``name`` in ``body`` with their parent (not attribute names or keywords)."""
+    """Reads of ``name`` in ``body`` with their parent (not attribute names or keywords, nor
+    the ones of a nested loop that rebinds it: hifi-gan's validation loop inside the training
+    loop, both over a ``batch``)."""
     parents = metadata[ParentNodeProvider]
+    inner = {id(n) for loop in walk(body) if isinstance(loop, cst.For)
+             and name in (plain_names(loop.target) or ()) for part in (loop.target, loop.body) for n in walk(part)}
     for node in walk(body):
-        if isinstance(node, cst.Name) and node.value == name:
+        if isinstance(node, cst.Name) and node.value == name and id(node) not in inner:
             parent = parents.get(node)
             if isinstance(parent, cst.Attribute) and parent.attr is node:
                 continue

@@ -103,10 +103,15 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
         return []
     binding = next((b for b in scope.assignments[name.value] if getattr(b, "node", None) is name), None)
     if binding is None:
-        return []
+        # ``global model`` (or ``nonlocal``) above ``model = ...``: the binding lives in an outer
+        # scope, and every load there may run after this function did.
+        outer = _declared_outer_binding(scope, name)
+        return in_source_order(metadata, [a.node for a in outer.references if isinstance(a.node, cst.Name)]) \
+            if outer is not None else []  # type: ignore[return-value]
     start = line_of(metadata, name)
     later = [line_of(metadata, b.node) for b in scope.assignments[name.value]
-             if isinstance(b, Assignment) and line_of(metadata, b.node) > start]
+             if isinstance(b, Assignment) and line_of(metadata, b.node) > start
+             and not _other_branch(metadata, name, b.node)]  # ``if a: m = f() else: m = g()``: both reach on
     end = min(later, default=float("inf"))
     uses = []
     for access in binding.references:
@@ -117,6 +122,47 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
                 access.scope is not scope or start < line_of(metadata, access.node) <= end):
             uses.append(access.node)
     return in_source_order(metadata, uses)  # type: ignore[return-value]
+
+
+def checked_for_none(metadata: Mapping, name: cst.Name) -> bool:
+    """Is the value bound to ``name`` (an assignment target) tested for ``None`` or truth
+    (``if model is None:``, ``if not model:``)? Then it may be None: a ``.to(device)`` on it
+    would raise before the author's own check, and nothing fed to it may move alone."""
+    parents = metadata[ParentNodeProvider]
+    for use in uses_of_binding(metadata, name):
+        holder = parents.get(use)
+        if isinstance(holder, cst.Comparison) and any(
+                isinstance(c.comparator, cst.Name) and c.comparator.value == "None" for c in holder.comparisons):
+            return True
+        if isinstance(holder, (cst.If, cst.While)) and holder.test is use:
+            return True
+        if isinstance(holder, cst.UnaryOperation) and isinstance(holder.operator, cst.Not):
+            return True
+    return False
+
+
+def _other_branch(metadata: Mapping, node: cst.CSTNode, other: cst.CSTNode) -> bool:
+    """Are ``node`` and ``other`` in different branches of one ``if``/``elif``/``else`` (so
+    that at most one of them runs)?"""
+    above = {id(a) for a in ancestors(metadata, other)}
+    child: cst.CSTNode = node
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, cst.If) and child is parent.body and parent.orelse is not None \
+                and id(parent.orelse) in above:
+            return True
+        child = parent
+    return False
+
+
+def _declared_outer_binding(scope, name: cst.Name):
+    """The binding of ``name`` that a ``global``/``nonlocal`` declaration put in an outer scope."""
+    current = scope
+    while getattr(current, "parent", current) is not current:
+        current = current.parent
+        found = next((b for b in current.assignments[name.value] if getattr(b, "node", None) is name), None)
+        if found is not None:
+            return found
+    return None
 
 
 def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:

@@ -30,7 +30,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, method_name
-from ..analysis.guards import gpu_only
+from ..analysis.guards import gpu_only, is_cuda_available_call
 from ..analysis.roles import holds_no_tensors
 from ..analysis.scopes import assigned_value, only_assigned_value, scope_bindings
 from ..analysis.tree import ancestors, code_of, mentions_name, nodes_of, walk
@@ -214,7 +214,7 @@ class CudaCall(Rule):
             if (isinstance(test, cst.IfExp) and isinstance(test.body, cst.Name) and test.body.value == "True"
                     and isinstance(test.orelse, cst.Name) and test.orelse.value == "False"):
                 test = test.test
-        return isinstance(test, cst.Call) and "torch.cuda.is_available" in qualified_names(self.metadata, test.func)
+        return is_cuda_available_call(self.metadata, test)
 
     VALID = [
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

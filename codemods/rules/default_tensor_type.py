@@ -18,6 +18,9 @@ program is created, which only the author can follow through.
   (``torch.cuda.HalfTensor``), a CUDA device literal given to
   ``torch.set_default_device`` (``"cuda"``, ``"cuda:1"``, ``torch.device("cuda")``),
   also as one branch of ``a if cond else b``.
+- Behind the author's own test (``if torch.cuda.is_available():``, or ``'torch.cuda.FloatTensor'
+  if torch.cuda.is_available() else ...``) the call never runs without a GPU: reported only
+  when the file builds a ``DataLoader(..., shuffle=True)``, which then fails on the GPU.
 - Left alone: CPU types (``torch.set_default_tensor_type(torch.DoubleTensor)``),
   ``torch.set_default_dtype``, and ``set_default_device`` with a variable, whose
   value devmod cannot see.
@@ -29,7 +32,9 @@ import libcst as cst
 
 from ..analysis.candidates import FileFacts
 from ..analysis.devices import is_torch_device_call
+from ..analysis.guards import in_cuda_available_branch, is_cuda_available_call
 from ..analysis.names import keyword, positional, qualified_names
+from ..analysis.tree import nodes_of
 from .base import Invalid, Rule, Valid
 
 _SET_TYPE = "torch.set_default_tensor_type"
@@ -59,6 +64,12 @@ class DefaultTensorType(Rule):
             return
         if argument is None or not any(self._is_cuda(branch) for branch in _branches(argument)):
             return
+        if self._behind_a_gpu_test(node, argument):
+            if self._shuffling_loader():
+                self.report(node, "a global CUDA default makes the shuffling `DataLoader` of this file fail on a "
+                                  "GPU (\"Expected a 'cuda' device type for generator\"); remove it and give "
+                                  "tensors an explicit device (`.to(device)`, `device=device`)")
+            return  # runs only on a GPU, where nothing here shuffles: it works on both machines
         if _SET_TYPE in names:
             what = "`torch.set_default_tensor_type(...)` with a CUDA type fails on machines without a GPU (and is " \
                    "deprecated)"
@@ -66,6 +77,23 @@ class DefaultTensorType(Rule):
             what = "`torch.set_default_device(...)` with a CUDA device breaks shuffling DataLoaders and CPU-only " \
                    "machines"
         self.report(node, f"{what}; remove it and give tensors an explicit device (`.to(device)`, `device=device`)")
+
+    def _behind_a_gpu_test(self, call: cst.Call, argument: cst.BaseExpression) -> bool:
+        """Inside ``if torch.cuda.is_available():``, or every CUDA choice is the GPU side of
+        ``... if torch.cuda.is_available() else ...``."""
+        if in_cuda_available_branch(self.metadata, call):
+            return True
+        return isinstance(argument, cst.IfExp) and is_cuda_available_call(self.metadata, argument.test) \
+            and not any(self._is_cuda(branch) for branch in _branches(argument.orelse))
+
+    def _shuffling_loader(self) -> bool:
+        """``DataLoader(..., shuffle=True)`` anywhere in the file."""
+        for call in nodes_of(self.tree, cst.Call):
+            shuffle = keyword(call, "shuffle")
+            if shuffle is not None and isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True" \
+                    and any(n.endswith(".DataLoader") for n in qualified_names(self.metadata, call.func)):
+                return True
+        return False
 
     def _is_cuda(self, node: cst.BaseExpression) -> bool:
         """``'torch.cuda.FloatTensor'``, ``torch.cuda.FloatTensor``, ``"cuda:1"``, ``torch.device("cuda")``."""
@@ -87,14 +115,18 @@ class DefaultTensorType(Rule):
         # A variable: its value is the author's choice and not visible here.
         Valid("import torch\n\ndef setup(device):\n    torch.set_default_device(device)\n"),
         Valid('import torch\ntorch.set_default_device("cpu")\n'),
+        # Behind the author's GPU test and with nothing that shuffles: works on both machines.
+        Valid("import torch\n\nif torch.cuda.is_available():\n"
+              "    torch.set_default_tensor_type('torch.cuda.FloatTensor')\nx = torch.ones(3)\n"),
+        Valid("import torch\ntorch.set_default_tensor_type(\n"
+              "    'torch.cuda.FloatTensor' if torch.cuda.is_available() else 'torch.FloatTensor')\n"),
     ]
     INVALID = [
         Invalid("import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n"),
-        Invalid("import torch\n\nif torch.cuda.is_available():\n"
-                "    torch.set_default_tensor_type(torch.cuda.FloatTensor)\n"),
+        Invalid("import torch\nfrom torch.utils.data import DataLoader\n\nif torch.cuda.is_available():\n"
+                "    torch.set_default_tensor_type(torch.cuda.FloatTensor)\n"
+                "loader = DataLoader(list(range(8)), batch_size=2, shuffle=True)\n"),
         Invalid('import torch\ntorch.set_default_device("cuda")\n'),
-        Invalid("import torch\ntorch.set_default_tensor_type(\n"
-                "    'torch.cuda.FloatTensor' if torch.cuda.is_available() else 'torch.FloatTensor')\n"),
         Invalid('import torch as th\nth.set_default_device(th.device("cuda", 0))\n'),
     ]
 

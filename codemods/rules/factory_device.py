@@ -53,7 +53,7 @@ from ..analysis.loops import packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import DTYPES, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+from ..analysis.tensors import DTYPES, checked_for_none, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
     filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
     scalar_operand
 from .base import Invalid, Rule, Valid
@@ -592,6 +592,8 @@ class FactoryDevice(Rule):
             if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
                 return False  # a def, an import, a parameter, a loop variable: not ours to judge
             value = assign.value
+            if isinstance(target, cst.Name) and checked_for_none(self.metadata, target):
+                return True  # ``model = load_optional()`` then ``if model is None``: DM202 leaves it be
             if moved_in_chain(self.metadata, value) or _moved_by_method(value):
                 return False
             if "torch.load" in qualified_names(self.metadata, value.func) and self.state.config.enabled("DM302") \

@@ -39,10 +39,11 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts
-from ..analysis.names import dotted, keyword, positional, qualified_names
+from ..analysis.guards import gpu_only, in_cuda_available_branch
+from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
 from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind, assigned_value, scope_bindings
-from ..analysis.tree import ancestors, walk
+from ..analysis.tree import ancestors, nodes_of, walk
 from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
@@ -54,6 +55,15 @@ _BOOKKEEPING = re.compile(r"epoch|step|iter|best|acc|loss|score|miou|lr|arg|conf
 
 # A model's own methods: a loaded object asked for these runs as a model.
 _MODEL_API = frozenset({"eval", "train", "forward", "parameters", "named_parameters", "modules", "children"})
+
+
+def _unpacked_names(parent: cst.CSTNode | None, load: cst.Call) -> list[cst.Name]:
+    """``model, criterion, optimizer = torch.load(f)``: the names a loaded tuple is unpacked to."""
+    if not isinstance(parent, cst.Assign) or parent.value is not load or len(parent.targets) != 1:
+        return []
+    target = parent.targets[0].target
+    elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else []
+    return [e.value for e in elements if isinstance(e.value, cst.Name)]
 
 
 class LoadMapLocation(Rule):
@@ -80,12 +90,14 @@ class LoadMapLocation(Rule):
             return updated_node
         if any(a.star for a in original_node.args):
             return updated_node
-        if self._in_cuda_branch(original_node):
+        if in_cuda_available_branch(self.metadata, original_node):
             return updated_node  # ``if torch.cuda.is_available(): torch.load(path)``: the author's GPU branch
         device = self._device(original_node)
         if isinstance(device, cst.SimpleString) and self._may_be_a_whole_model(original_node) \
                 and self.devices.place(original_node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return updated_node  # on the CPU it would meet the data its saver placed: left as the author has it
+        if self._moves_behind_a_switch() and self._may_be_a_whole_model(original_node):
+            return updated_node  # the data moves only when the user asks: so did the model it saved
         if isinstance(device, cst.SimpleString) and (self._used_as_loaded(original_node)
                                                      or self._handed_on_as_loaded(original_node)):
             return updated_node  # (an EMA shadow kept as restored, used beside the model's parameters)
@@ -96,6 +108,13 @@ class LoadMapLocation(Rule):
             return updated_node
         return self.fix(original_node, updated_node, with_keyword(updated_node, "map_location", device),
                         "`torch.load` without `map_location` restores tensors to the device they were saved on")
+
+    def _moves_behind_a_switch(self) -> bool:
+        """Does the file move values only behind a GPU switch (``if args.cuda: x = x.cuda()``)?"""
+        def compute() -> bool:
+            return any(method_call(call, "cuda", "to") and gpu_only(self.metadata, call)
+                       for call in nodes_of(self.tree, cst.Call))
+        return self.facts.remembered("moves_behind_a_switch", self.tree, compute)
 
     def _may_be_a_whole_model(self, load: cst.Call) -> bool:
         """Is the loaded object maybe a pickled model that runs, not a state dict? Returned to a
@@ -108,7 +127,8 @@ class LoadMapLocation(Rule):
         if isinstance(parent, cst.Call) and parent.func is load:
             return True
         name = assigned_name(self.metadata, load)
-        for use in uses_of_binding(self.metadata, name) if name is not None else []:
+        names = [name] if name is not None else _unpacked_names(parents.get(load), load)
+        for use in [u for n in names for u in uses_of_binding(self.metadata, n)]:
             holder = parents.get(use)
             if isinstance(holder, cst.Return) or (isinstance(holder, cst.Call) and holder.func is use):
                 return True
@@ -164,17 +184,6 @@ class LoadMapLocation(Rule):
                     isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
                     and t.target.value.value == "self" for t in holder.targets):
                 return True
-        return False
-
-    def _in_cuda_branch(self, load: cst.Call) -> bool:
-        """In the body of ``if torch.cuda.is_available():`` (seq2seq's ``Checkpoint.load``, whose
-        ``else`` maps to the CPU itself)."""
-        child: cst.CSTNode = load
-        for parent in ancestors(self.metadata, load):
-            if isinstance(parent, cst.If) and child is parent.body and isinstance(parent.test, cst.Call) \
-                    and "torch.cuda.is_available" in qualified_names(self.metadata, parent.test.func):
-                return True
-            child = parent
         return False
 
     def _used_outside_state_dicts(self, load: cst.Call) -> bool:

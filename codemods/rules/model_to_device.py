@@ -47,7 +47,7 @@ from ..analysis.names import keyword, method_call, positional, qualified_names
 from ..analysis.roles import (builds_model, holds_no_tensors, loss_weight_argument, model_variables, places_itself,
                               wrapper_kind)
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.tensors import uses_of_binding
+from ..analysis.tensors import checked_for_none, uses_of_binding
 from ..analysis.tree import ancestors, nodes_of, to_call, walk
 from .base import Invalid, Rule, Valid
 
@@ -256,7 +256,7 @@ class ModelToDevice(Rule):
         if holds_no_tensors(self.metadata, call):
             return False  # ``nn.Softmax(dim=0)``: nothing to move
         if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign) \
-                or self._never_runs(assign):
+                or self._never_runs(assign) or self._may_be_none(assign):
             return False
         if self._changed_later(assign, name):
             if self.device_for(assign) is None:
@@ -276,6 +276,11 @@ class ModelToDevice(Rule):
                                     "move it to the first of them before wrapping")
                 return False
         return True
+
+    def _may_be_none(self, assign) -> bool:
+        """``model = load_hf(path)`` then ``if model is None: ...`` (llama2.c's export)."""
+        target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+        return isinstance(target, cst.Name) and checked_for_none(self.metadata, target)
 
     def _only_a_template(self, assign) -> bool:
         """``g = Generator(); state = g.state_dict()`` and nothing else: a converter fills and

@@ -629,6 +629,9 @@ def _chosen_gpus(wrapper: cst.BaseExpression) -> bool:
         return False
     value = ids.value
     first = value.elements[0].value if isinstance(value, (cst.List, cst.Tuple)) and value.elements else None
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "range" \
+            and (len(value.args) == 1 or len(value.args) > 1 and isinstance(value.args[0].value, cst.Integer)):
+        first = value.args[0].value if len(value.args) > 1 else cst.Integer("0")  # ``range(ngpu)`` starts at 0
     return not (isinstance(first, cst.Integer) and first.value == "0")
 
 

@@ -173,3 +173,35 @@ def test_a_nested_loop_that_reuses_the_batch_name_is_not_an_index():
                 print(net(a.to(device)).sub(b.to(device)).abs().mean().item())
     """)
     assert result.output == source and not _unfixed(result)
+
+
+def test_data_parallel_over_range_starts_at_the_first_gpu(tmp_path: Path):
+    # pytorch-playground's ``eval_model`` (the fifteenth run's open gap): ``DataParallel(model,
+    # device_ids=range(ngpu)).cuda()`` was told to "move it to the first of them before wrapping",
+    # but ``range(ngpu)`` starts at GPU 0, where the wrapper's ``.cuda()`` puts it. Only the
+    # ``.cuda()`` itself (library code, no GPU without CUDA) is reported.
+    (tmp_path / "setup.py").write_text("")
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text(textwrap.dedent("""\
+        import torch
+
+
+        def score(model, batches, ngpu=1, scaled=False):
+            class Scaled(torch.nn.Module):
+                def __init__(self, inner):
+                    super().__init__()
+                    self.inner = inner
+
+                def forward(self, x):
+                    return self.inner(x / 255.0)
+
+            if scaled:
+                model = Scaled(model)
+            model = model.eval()
+            model = torch.nn.DataParallel(model, device_ids=range(ngpu)).cuda()
+            return [model(b.cuda()).argmax(1) for b in batches]
+    """))
+    (tmp_path / "run.py").write_text("import torch\nfrom helpers import score\n\nprint(score)\n")
+    reports = list(process_files([str(helpers), str(tmp_path / "run.py")], Config(), "check", jobs=1))
+    codes = [f.code for r in reports if r.path == str(helpers) for f in r.findings if not f.fixed]
+    assert codes == ["DM103", "DM103"]

@@ -24,6 +24,7 @@ from .analysis.candidates import FileFacts
 from .analysis.project import FileRole, ProjectIndex
 from .analysis.names import forget_answers
 from .analysis.tree import TreeIndex
+from .collector import rarer_full_collections
 from .comments import lost_comments
 from .config import Config
 from .device_name import conflict_in_file
@@ -99,7 +100,8 @@ def transform_source(source: str, path: str = "<string>", config: Config | None 
     ((0, 0) for a fix on a line that only a fix wrote) and may decline it.
     """
     try:
-        return _transform(source, path, config or Config(), rules, role, allow)
+        with rarer_full_collections():
+            return _transform(source, path, config or Config(), rules, role, allow)
     finally:
         forget_tree()  # this file's tree goes now
 

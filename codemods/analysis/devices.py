@@ -590,7 +590,8 @@ def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TOR
     ``c.unsqueeze(1)``) it arrives on the device the caller computes on, which a DataParallel
     replica's ``parameters()`` (empty there) cannot tell."""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
-                                     *function.params.kwonly_params)} - {"self", "cls"} - _tested_for_other_types(function) \
+                                     *function.params.kwonly_params)
+              if not _defaults_to_none(p)} - {"self", "cls"} - _tested_for_other_types(function) \
         - _converted_to_tensors(function)
     for node in walk(function.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in params:
@@ -600,6 +601,11 @@ def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TOR
                 and isinstance(node.func.value, cst.Name) and node.func.value.value in params:
             return node.func.value.value
     return None
+
+
+def _defaults_to_none(param: cst.Param) -> bool:
+    """``z_=None`` (BigGAN's ``sample_sheet``): on the default path there is no tensor to ask."""
+    return isinstance(param.default, cst.Name) and param.default.value == "None"
 
 
 # Calls whose first argument is data to make a tensor from (a list, an array): no tensor yet.

@@ -31,7 +31,7 @@ import ast
 import re
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.ast_walk import ast_nodes
 from ..analysis.candidates import FileFacts
@@ -39,6 +39,7 @@ from ..analysis.modules import registers_on_self
 from ..analysis.names import dotted, keyword, last_part, qualified_names
 from ..analysis.roles import (MODEL_FACTORY_PREFIXES, PARAMETER_FREE, is_loss_constructor,
                               is_torch_nn_class, layer_has_state)
+from ..analysis.scopes import scope_bindings
 from ..analysis.tree import ancestors, code_of, walk
 from .base import Invalid, Rule, Valid
 
@@ -90,12 +91,22 @@ class LayerInForward(Rule):
         function, klass = method
         if function.name.value not in self._runtime_methods(klass):
             return
+        if self._local_callable(node):
+            return  # ``for GBlock in self.GBlock: x = GBlock(x)`` (BigGAN): a module built in ``__init__``
         if not self._builds_weights(node) or self._lazy_init(node, function) \
                 or self._registered_on_self(node, function, klass) or self._placed_and_cached(node):
             return
         name = code_of(node.func)
         self.report(node, f"`{name}(...)` is built inside `{function.name.value}()`: its weights are created on "
                           "the CPU on every call and never trained; build it once in `__init__` and call it here")
+
+    def _local_callable(self, call: cst.Call) -> bool:
+        """``name(...)`` where ``name`` is bound in the method itself (a loop variable, a
+        parameter, an assignment) and so is no class, whatever it shares a name with."""
+        if not isinstance(call.func, cst.Name):
+            return False
+        scope = self.metadata[ScopeProvider].get(call.func)
+        return any(b.scope is scope for b in scope_bindings(scope, call.func.value))
 
     def _placed_and_cached(self, call: cst.Call) -> bool:
         """``self.cache[d] = nn.Linear(d, d).to(hidden)``, or ``proj(d).to(hidden)`` with ``proj``

@@ -624,6 +624,8 @@ class LegacyCuda(Rule):
                 return  # ``isinstance(x.data, torch.cuda.FloatTensor)``: a test that places nothing
         if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
             return  # ``torch.cuda.HalfTensor in buckets``, ``t.type() == ...``: compared, never built
+        if gpu_only(self.metadata, node):
+            return  # ``torch.cuda.FloatTensor if self.use_gpu() else torch.FloatTensor`` (SPADE): the author's choice
         self.report(node, "a CUDA tensor type used here is not rewritten; use a dtype and device= instead")
 
     def visit_Name(self, node: cst.Name) -> None:

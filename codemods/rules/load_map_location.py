@@ -128,12 +128,23 @@ class LoadMapLocation(Rule):
             return True
         name = assigned_name(self.metadata, load)
         names = [name] if name is not None else _unpacked_names(parents.get(load), load)
-        for use in [u for n in names for u in uses_of_binding(self.metadata, n)]:
+        uses = [u for n in names for u in uses_of_binding(self.metadata, n)]
+        for use in uses:
             holder = parents.get(use)
             if isinstance(holder, cst.Return) or (isinstance(holder, cst.Call) and holder.func is use):
                 return True
             if isinstance(holder, cst.Attribute) and holder.value is use and holder.attr.value in _MODEL_API:
                 return True
+        # ``net = ckpt["model"]`` / ``net = torch.load(f)["model"]``, then ``net(x)`` or ``net.eval()``
+        for whole in (load, *uses):
+            part = parents.get(whole)
+            piece = assigned_name(self.metadata, part) \
+                if isinstance(part, cst.Subscript) and part.value is whole else None
+            for use in uses_of_binding(self.metadata, piece) if piece is not None else ():
+                holder = parents.get(use)
+                if (isinstance(holder, cst.Call) and holder.func is use) or (
+                        isinstance(holder, cst.Attribute) and holder.value is use and holder.attr.value in _MODEL_API):
+                    return True
         return False
 
     def _used_as_loaded(self, load: cst.Call) -> bool:

@@ -1,0 +1,107 @@
+"""Shapes found by the seventeenth held-out trial (SPADE, BigGAN-PyTorch, Rainbow, the
+Super-Resolution tutorial, glide-text2im, pretrained-models.pytorch, MAML-Pytorch, ResNeSt;
+docs/real-repos.md "Seventeenth run"). Each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from all_rules_support import rewrite as run
+
+from codemods.config import Config
+from codemods.driver import process_files
+
+
+def _unfixed(result) -> list[str]:
+    return [f.code for f in result.findings if not f.fixed]
+
+
+def test_a_tensor_type_chosen_by_the_gpu_switch_is_not_reported():
+    # SPADE's ``torch.cuda.FloatTensor if self.use_gpu() else torch.FloatTensor``: the author's
+    # own choice, which works on both machines. DM304 reported it.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Head(nn.Module):
+            def __init__(self, gpu_ids):
+                super().__init__()
+                self.Tensor = torch.cuda.FloatTensor if len(gpu_ids) > 0 else torch.FloatTensor
+
+            def forward(self, x):
+                return x + self.Tensor(x.size()).fill_(0.5)
+    """)
+    assert result.output == source and not _unfixed(result)
+
+
+def test_a_loop_variable_named_like_a_block_class_builds_nothing():
+    # BigGAN's TF-Hub port: ``for i, (code, GBlock) in enumerate(zip(codes, self.GBlock))`` then
+    # ``GBlock(h, code)``; DM401 took the call for a layer built in ``forward``.
+    source, result = run("""\
+        import torch.nn as nn
+
+
+        class Stage(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 1)
+
+            def forward(self, x):
+                return self.conv(x)
+
+
+        class Tower(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.Stage = nn.ModuleList([Stage() for _ in range(3)])
+
+            def forward(self, x):
+                for index, Stage in enumerate(self.Stage):
+                    x = Stage(x) + index
+                return x
+    """)
+    assert result.output == source and not _unfixed(result)
+
+
+def test_an_optional_tensor_parameter_gives_no_device(tmp_path: Path):
+    # BigGAN's ``sample_sheet(G, ..., z_=None)``: ``device='cuda'`` became ``device=z_.device``,
+    # an AttributeError on the default path.
+    (tmp_path / "setup.py").write_text("")
+    sheets = tmp_path / "sheets.py"
+    sheets.write_text(textwrap.dedent("""\
+        import torch
+
+
+        def grid(G, count, noise=None):
+            rows = torch.arange(count, device="cuda")
+            if noise is None or noise.size(0) < count:
+                noise = torch.randn(count, 8, device="cuda")
+            return G(noise[:count]) + rows[:, None]
+    """))
+    (tmp_path / "main.py").write_text("import torch\nimport sheets\n\nprint(sheets.grid)\n")
+    list(process_files([str(sheets), str(tmp_path / "main.py")], Config(), "write", jobs=1))
+    assert "noise.device" not in sheets.read_text()
+
+
+def test_a_model_kept_inside_a_checkpoint_keeps_its_device():
+    # the awd-lstm shape through a checkpoint dict: ``net = ckpt["model"]`` then ``net(x)`` with
+    # ``x`` moved under ``--cuda``; ``map_location="cpu"`` left the model behind on a GPU run.
+    _, result = run("""\
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", action="store_true")
+        args = parser.parse_args()
+
+        bundle = torch.load("bundle.pt", weights_only=False)
+        scorer = bundle["scorer"]
+        scorer.eval()
+        probe = torch.rand(2, 3)
+        if args.cuda:
+            probe = probe.cuda()
+        print(scorer(probe))
+    """)
+    assert "map_location" not in result.output

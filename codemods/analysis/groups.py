@@ -592,6 +592,9 @@ class _GroupFinder:
                             self._partner(arg.value, found)
                     current = call
                 elif any(n.startswith("torch.") for n in qualified_names(self.metadata, call.func)):
+                    for arg in call.args:  # ``torch.dist(out, ref)``: ``ref`` meets the output
+                        if arg is not parent and not arg.star and (arg.keyword is None or arg.keyword.value == "other"):
+                            self._partner(arg.value, found)
                     current = call  # ``torch.max(out, 1)``: its result lives with ``out``
                 else:
                     return
@@ -653,8 +656,9 @@ class _GroupFinder:
             return
         if not self._held_out(statement.value):
             root_name = _data_root(statement.value)
-            if isinstance(root_name, cst.Name) and root_name.value == target.value and self.loop_depth < _MAX_DEPTH:
-                self.loop_depth += 1  # ``one = one.view(1, -1)``: the value it was before
+            if isinstance(root_name, cst.Name) and self.loop_depth < _MAX_DEPTH:
+                # ``one = one.view(1, -1)``: the value it was before; ``x = data``: the value it aliases
+                self.loop_depth += 1
                 try:
                     self._consider(statement.value, found)
                 finally:

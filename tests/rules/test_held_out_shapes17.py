@@ -105,3 +105,39 @@ def test_a_model_kept_inside_a_checkpoint_keeps_its_device():
         print(scorer(probe))
     """)
     assert "map_location" not in result.output
+
+
+def test_an_alias_does_not_hide_a_transform_input():
+    # pretrained-models' ``visu_arch.py``: ``x = data`` (or ``Variable(data)``) with ``data`` from
+    # a torchvision transform; the model moved and ``x`` stayed behind.
+    source, result = run("""\
+        import torch
+        import torch.nn as nn
+        import torchvision.transforms as T
+        from PIL import Image
+
+        classifier = nn.Linear(6, 3)
+        print(classifier(torch.randn(1, 6)))
+        pixels = T.ToTensor()(Image.new("L", (6, 1))).view(1, 6)
+        batch = pixels
+        print(classifier(batch))
+    """)
+    assert result.output == source
+    assert _unfixed(result) == ["DM202"]
+
+
+def test_a_host_tensor_compared_with_the_output_by_a_torch_function_moves_too():
+    # pretrained-models' ``resnet152_load.py``: ``torch.dist(output, reference)`` with the
+    # reference read from NumPy; the model and its input moved, the reference did not.
+    _, result = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        expected = torch.from_numpy(np.ones((1, 3), dtype=np.float32))
+        layer = nn.Linear(5, 3)
+        got = layer(torch.ones(1, 5))
+        print(torch.dist(got, expected))
+    """)
+    assert "layer = nn.Linear(5, 3).to(device)" in result.output
+    assert "expected = torch.from_numpy(np.ones((1, 3), dtype=np.float32)).to(device)" in result.output

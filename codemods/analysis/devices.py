@@ -450,6 +450,12 @@ class DeviceLookup:
         line = line_of(self.metadata, node)
         return not setters or any(line_of(self.metadata, c) < line for c in setters)
 
+    def _moves_a_new_module(self, node: cst.CSTNode) -> bool:
+        """``VGG19().cuda()``: the move of a module built right there."""
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value in ("cuda", "to") and isinstance(node.func.value, cst.Call) \
+            and builds_model(self.metadata, node.func.value, self.facts)
+
     def why_no_device(self, node: cst.CSTNode) -> str:
         """A one-line reason for a report where ``expression_for`` gave None."""
         kind = self.place(node).kind
@@ -470,6 +476,9 @@ class DeviceLookup:
             # telling its author the line is in __init__ is a false report.
             method = self._model_method(node)
             name = method.name.value if method is not None else "?"
+            if name == "__init__" and self._moves_a_new_module(node):
+                return ("this runs in a model's __init__; drop the move: a sub-module built here moves with "
+                        "the model's own model.to(device)")  # SPADE's ``self.vgg = VGG19().cuda()``
             if name == "__init__":
                 return ("this runs in a model's __init__; register the tensor as a buffer so model.to(device) "
                         "moves it")

@@ -141,3 +141,32 @@ def test_a_host_tensor_compared_with_the_output_by_a_torch_function_moves_too():
     """)
     assert "layer = nn.Linear(5, 3).to(device)" in result.output
     assert "expected = torch.from_numpy(np.ones((1, 3), dtype=np.float32)).to(device)" in result.output
+
+
+def test_a_sub_module_moved_in_init_gets_the_right_advice():
+    # SPADE's ``VGGLoss.__init__``: ``self.vgg = VGG19().cuda()`` was told to "register the tensor
+    # as a buffer"; a module moves with its parent's ``.to(device)``.
+    _, result = run("""\
+        import torch.nn as nn
+
+
+        class Trunk(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+
+            def forward(self, x):
+                return self.conv(x)
+
+
+        class TrunkLoss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.trunk = Trunk().cuda()
+
+            def forward(self, a, b):
+                return (self.trunk(a) - self.trunk(b)).abs().mean()
+    """)
+    messages = [f.message for f in result.findings if f.code == "DM103" and not f.fixed]
+    assert len(messages) == 1 and "sub-module built here moves with the model" in messages[0]
+    assert "buffer" not in messages[0]

@@ -429,6 +429,8 @@ class _GroupFinder:
             for arg in call.args:
                 self._consider(arg.value, found)
             self._follow_output(call, found, 0)
+        for output in self._hook_outputs(target):
+            self._follow_output(output, found, 1)
         for held in found.values():
             held.blockers = self._blockers(held)
         group.held_out = list(found.values())
@@ -452,6 +454,30 @@ class _GroupFinder:
                 if moved_by_chain(self.parents, access.node):
                     return True
         return False
+
+    def _hook_outputs(self, target: cst.Name) -> list[cst.Name]:
+        """The reads of ``output`` in ``model.register_forward_hook(lambda m, inp, output: ...)``
+        (or a ``def`` of the file): the model's output, met there by whatever the hook compares
+        it with (pretrained-models' ``torch.dist(output.data, reference)``)."""
+        reads: list[cst.Name] = []
+        for use in self._uses(target):
+            attribute = self.parents.get(use)
+            call = self.parents.get(attribute)
+            if not (isinstance(attribute, cst.Attribute) and attribute.value is use
+                    and attribute.attr.value == "register_forward_hook" and isinstance(call, cst.Call)
+                    and call.func is attribute and call.args):
+                continue
+            hook = call.args[0].value
+            if isinstance(hook, cst.Name):
+                hook = only_binding(self.metadata, hook)
+                hook = self.parents.get(hook) if isinstance(hook, cst.Name) else hook
+            if not isinstance(hook, (cst.Lambda, cst.FunctionDef)) or len(hook.params.params) < 3:
+                continue
+            output = hook.params.params[2].name
+            scope = self.metadata[ScopeProvider].get(output)
+            reads += [a.node for a in (scope.accesses[output.value] if scope is not None else ())
+                      if isinstance(a.node, cst.Name)]
+        return reads
 
     # -- where the model is called --------------------------------------------------------
     def _calls(self, target: cst.Name) -> list[cst.Call]:

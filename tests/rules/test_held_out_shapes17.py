@@ -170,3 +170,27 @@ def test_a_sub_module_moved_in_init_gets_the_right_advice():
     messages = [f.message for f in result.findings if f.code == "DM103" and not f.fixed]
     assert len(messages) == 1 and "sub-module built here moves with the model" in messages[0]
     assert "buffer" not in messages[0]
+
+
+def test_a_host_tensor_compared_in_a_forward_hook_moves_too():
+    # resnet152_load.py does the comparison in a forward hook: the hook's ``output`` is the
+    # model's output, so the NumPy reference it meets moves with the model.
+    _, result = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        reference = torch.from_numpy(np.zeros((1, 3), dtype=np.float32))
+
+
+        def compare(module, inputs, output):
+            print(torch.dist(output.data, reference))
+
+
+        probe = nn.Linear(5, 3)
+        probe.register_forward_hook(compare)
+        probe(torch.ones(1, 5))
+    """)
+    out = result.output
+    assert "probe = nn.Linear(5, 3).to(device)" in out
+    assert "reference = torch.from_numpy(np.zeros((1, 3), dtype=np.float32)).to(device)" in out

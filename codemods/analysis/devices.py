@@ -331,7 +331,7 @@ class DeviceLookup:
         if place.kind in (ScopeKind.DATA_METHOD, ScopeKind.DATA_CALLBACK):
             return None
         if place.kind is ScopeKind.MODEL_METHOD:
-            return self._model_device(place)
+            return self._model_device(place, node)
         if place.kind is ScopeKind.OTHER_METHOD:
             return None  # unknown objects: no safe guess
         functions = list(self._enclosing_functions(node))
@@ -510,7 +510,8 @@ class DeviceLookup:
         rules check that it is bound before the line they fix)."""
         params = function.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            if param.name.value in DEVICE_LIKE_NAMES or param.name.value == self.shared_name:
+            if (param.name.value in DEVICE_LIKE_NAMES or param.name.value == self.shared_name) \
+                    and not _given_other_strings(function, param.name.value):
                 return param.name.value
         if isinstance(function.body, cst.IndentedBlock):
             for stmt in function.body.body:
@@ -521,14 +522,14 @@ class DeviceLookup:
                         return small.targets[0].target.value
         return None
 
-    def _model_device(self, place: Place) -> cst.BaseExpression | None:
+    def _model_device(self, place: Place, node: cst.CSTNode | None = None) -> cst.BaseExpression | None:
         function = place.function
         assert function is not None and place.klass is not None
         method = self._method_around(function)  # a def nested in a method is no method itself
         if method.name.value in construction_methods(place.klass):
             return None  # runs while the parameters are still on the CPU: ``model.to()`` places later
         tensor_param = self._tensor_parameter(function) or _used_as_tensor(function)
-        if tensor_param:
+        if tensor_param and not _moves_its_parameters(function):
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
         receiver = _instance_parameter(method)
         if receiver is None:
@@ -544,6 +545,8 @@ class DeviceLookup:
             # A library's model may run with its weights offloaded (accelerate's meta-device hooks),
             # where its first parameter's device is not where its work runs: no guess there.
             return None
+        if receiver is not None and _moves_own_part(node, receiver):
+            return None  # ``self.net.cuda()``: the model's first parameter may be that part's own
         return cst.parse_expression(f"next({receiver}.parameters()).device")
 
     def _method_around(self, function: cst.FunctionDef) -> cst.FunctionDef:
@@ -569,6 +572,43 @@ class DeviceLookup:
 
 
 _MAPPING_METHODS = frozenset({"items", "keys", "values", "get"})
+
+
+_TORCH_DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "meta", "hip", "xla", "npu", "hpu", "ipu", "mtia"})
+
+
+def _given_other_strings(function: cst.FunctionDef, name: str) -> bool:
+    """``@pytest.mark.parametrize("device", ["cpu", "cuda", "auto"])`` (stable-baselines3's tests):
+    the parameter also takes a string no torch function accepts, for a library of its own that
+    resolves it; a factory given ``device=device`` would raise."""
+    for decorator in function.decorators:
+        call = decorator.decorator
+        if not (isinstance(call, cst.Call) and (dotted(call.func) or "").endswith("parametrize") and len(call.args) >= 2):
+            continue
+        names = call.args[0].value
+        if not (isinstance(names, cst.SimpleString) and name in str(names.evaluated_value).replace(" ", "").split(",")):
+            continue
+        for node in walk(call.args[1].value):
+            value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+            if isinstance(value, str) and value.split(":")[0] not in _TORCH_DEVICE_TYPES:
+                return True
+    return False
+
+
+def _moves_its_parameters(function: cst.FunctionDef) -> bool:
+    """``label_map.cuda()`` on a parameter (pix2pixHD's ``encode_input``): the method moves its
+    inputs, so they arrive on the CPU and carry no device to follow."""
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params)}
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("cuda", "to")
+               and isinstance(n.func.value, cst.Name) and n.func.value.value in params for n in walk(function.body))
+
+
+def _moves_own_part(node: cst.CSTNode | None, receiver: str) -> bool:
+    """``self.net.cuda()``: a move of one of the model's own attributes."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+        and isinstance(node.func.value, cst.Attribute) and isinstance(node.func.value.value, cst.Name) \
+        and node.func.value.value.value == receiver
 
 
 def _used_as_container(function: cst.FunctionDef, name: str) -> bool:

@@ -141,6 +141,17 @@ def checked_for_none(metadata: Mapping, name: cst.Name) -> bool:
     return False
 
 
+def passes_itself(metadata: Mapping, value: cst.BaseExpression, name: str) -> bool:
+    """``model = load_tf_weights(model, path)``: a call of a function defined in the file, handed
+    the very name it is bound to. Such a function may give the model back with new CPU weights
+    (pytorch-pretrained-BigGAN's converter), so a move before it does not hold."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+            and any(isinstance(a.value, cst.Name) and a.value.value == name for a in value.args)):
+        return False
+    bindings = scope_bindings(metadata[ScopeProvider].get(value.func), value.func.value)
+    return len(bindings) == 1 and isinstance(bindings[0].node, cst.FunctionDef)
+
+
 def _other_branch(metadata: Mapping, node: cst.CSTNode, other: cst.CSTNode) -> bool:
     """Are ``node`` and ``other`` in different branches of one ``if``/``elif``/``else`` (so
     that at most one of them runs)?"""

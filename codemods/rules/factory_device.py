@@ -53,7 +53,7 @@ from ..analysis.loops import packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import DTYPES, checked_for_none, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+from ..analysis.tensors import DTYPES, checked_for_none, passes_itself, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
     filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
     scalar_operand
 from .base import Invalid, Rule, Valid
@@ -586,6 +586,10 @@ class FactoryDevice(Rule):
             return False
         if len(bindings) == 1 and isinstance(bindings[0].node, cst.Param):
             return self._given_unmoved_model(bindings[0].node)
+        parents = self.metadata[ParentNodeProvider]
+        if any(isinstance(s, cst.Assign) and passes_itself(self.metadata, s.value, name.value)
+               for s in (parents.get(parents.get(b.node)) for b in bindings)):
+            return True  # ``model = load_weights(model, path)``: DM202 leaves it be
         for binding in bindings:
             target = binding.node
             assign = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(target))

@@ -47,7 +47,7 @@ from ..analysis.names import keyword, method_call, positional, qualified_names
 from ..analysis.roles import (builds_model, holds_no_tensors, loss_weight_argument, model_variables, places_itself,
                               wrapper_kind)
 from ..analysis.scopes import ScopeKind, scope_bindings
-from ..analysis.tensors import checked_for_none, uses_of_binding
+from ..analysis.tensors import checked_for_none, passes_itself, uses_of_binding
 from ..analysis.tree import ancestors, nodes_of, to_call, walk
 from .base import Invalid, Rule, Valid
 
@@ -256,7 +256,7 @@ class ModelToDevice(Rule):
         if holds_no_tensors(self.metadata, call):
             return False  # ``nn.Softmax(dim=0)``: nothing to move
         if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign) \
-                or self._never_runs(assign) or self._may_be_none(assign):
+                or self._never_runs(assign) or self._may_be_none(assign) or self._rebuilt_later(assign, name):
             return False
         if self._changed_later(assign, name):
             if self.device_for(assign) is None:
@@ -271,11 +271,40 @@ class ModelToDevice(Rule):
                 return False
             if self._same_block(assign, wrap_assign):
                 return False  # the wrapper is moved instead, once (or DM404 reports its device_ids)
-            if _chosen_gpus(wrap_assign.value):
+            if _chosen_gpus(wrap_assign.value) and not self._told_its_gpus(assign, name, wrap_assign.value):
                 self.report(assign, f"model `{name}` is wrapped in nn.DataParallel with its own `device_ids`: "
                                     "move it to the first of them before wrapping")
                 return False
         return True
+
+    def _told_its_gpus(self, assign, name: str, wrapper: cst.BaseExpression) -> bool:
+        """``model.initialize(gpu_ids)`` before ``DataParallel(model, device_ids=gpu_ids)``
+        (pix2pixHD): the model was handed the same GPU list and places itself on it."""
+        while isinstance(wrapper, cst.Call) and isinstance(wrapper.func, cst.Attribute) \
+                and isinstance(wrapper.func.value, cst.Call):
+            wrapper = wrapper.func.value
+        ids = keyword(wrapper, "device_ids") if isinstance(wrapper, cst.Call) else None
+        if ids is None and isinstance(wrapper, cst.Call) and len(positional(wrapper)) > 1:
+            ids = positional(wrapper)[1]
+        if ids is None or not isinstance(ids.value, cst.Name):
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        for use in self._references(assign, name):
+            method = parents.get(use)
+            call = parents.get(method)
+            if isinstance(method, cst.Attribute) and method.value is use and isinstance(call, cst.Call) \
+                    and call.func is method and any(isinstance(a.value, cst.Name) and a.value.value == ids.value.value
+                                                    for a in call.args):
+                return True
+        return False
+
+    def _rebuilt_later(self, assign, name: str) -> bool:
+        """``model = load_tf_weights(model, path)`` after it is built (pytorch-pretrained-BigGAN):
+        a function of the file that takes the model and gives it back may replace its weights
+        with new CPU tensors, so a move where it is built would not hold."""
+        return any(later is not assign and passes_itself(self.metadata, later.value, name)
+                   and self.position(later)[0] > self.position(assign)[0]
+                   for later in self._assignments(assign, name))
 
     def _may_be_none(self, assign) -> bool:
         """``model = load_hf(path)`` then ``if model is None: ...`` (llama2.c's export)."""

@@ -597,10 +597,11 @@ def _given_other_strings(function: cst.FunctionDef, name: str) -> bool:
 
 def _moves_its_parameters(function: cst.FunctionDef) -> bool:
     """``label_map.cuda()`` on a parameter (pix2pixHD's ``encode_input``): the method moves its
-    inputs, so they arrive on the CPU and carry no device to follow."""
+    inputs to the GPU, so they arrive on the CPU and carry no device to follow. (``kernel.to(
+    x.device)`` follows another input: that one does carry it.)"""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params)}
-    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("cuda", "to")
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "cuda"
                and isinstance(n.func.value, cst.Name) and n.func.value.value in params for n in walk(function.body))
 
 

@@ -52,7 +52,9 @@ class CudaOnlyCall(Rule):
 
     def visit_Module(self, node: cst.Module) -> bool:
         super().visit_Module(node)
-        self._guarded: set[int] = set()  # the statements to put under the guard (their new nodes)
+        # The statements to put under the guard (their new nodes), held by identity: a bare set of
+        # ids let a freed node's id be reused by another statement (a ``print(...)`` got guarded).
+        self._guarded: dict[int, cst.SimpleStatementLine] = {}
         return True
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
@@ -70,17 +72,17 @@ class CudaOnlyCall(Rule):
                     f"`{call.func.attr.value}()` fails without CUDA; it now runs only where a GPU is available") \
                 is not marked:
             return updated_node
-        self._guarded.add(id(marked))
+        self._guarded[id(marked)] = marked
         return marked
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
                             updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
-        if not any(id(s) in self._guarded for s in updated_node.body):
+        if not any(self._guarded.get(id(s)) is s for s in updated_node.body):
             return updated_node
         return updated_node.with_changes(body=self._with_guards(updated_node.body))
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        if not any(id(s) in self._guarded for s in updated_node.body):
+        if not any(self._guarded.get(id(s)) is s for s in updated_node.body):
             return updated_node
         return updated_node.with_changes(body=self._with_guards(updated_node.body))
 
@@ -89,7 +91,7 @@ class CudaOnlyCall(Rule):
         out: list[cst.BaseStatement] = []
         run: list[cst.SimpleStatementLine] = []
         for statement in [*body, None]:
-            if statement is not None and id(statement) in self._guarded:
+            if statement is not None and self._guarded.get(id(statement)) is statement:
                 run.append(statement)  # type: ignore[arg-type]
                 continue
             if run:

@@ -64,3 +64,20 @@ def test_a_second_run_changes_nothing():
     once = transform_source(code).output
     assert once.count("if torch.cuda.is_available():") == 1
     assert transform_source(once).output == once
+
+
+def test_a_statement_that_reuses_the_id_of_a_guarded_node_is_not_guarded():
+    # The guarded statements were kept as a set of ids; a node freed meanwhile could hand its id to
+    # another statement, which then got guarded (``if print.is_available():``). They are compared
+    # by identity now: a statement whose id is known but which is another object stays as it is.
+    import libcst as cst
+
+    from codemods.rules.cuda_only_call import CudaOnlyCall
+
+    rule = CudaOnlyCall()
+    guarded = cst.parse_statement("torch.cuda.synchronize()\n")
+    other = cst.parse_statement("print('done')\n")
+    rule._guarded = {id(other): guarded}  # the id collision, made by hand
+    assert rule._with_guards([other]) == [other]
+    rule._guarded = {id(guarded): guarded}
+    assert cst.Module(body=rule._with_guards([guarded])).code.startswith("if torch.cuda.is_available():")

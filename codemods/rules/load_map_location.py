@@ -62,8 +62,9 @@ def _unpacked_names(parent: cst.CSTNode | None, load: cst.Call) -> list[cst.Name
     if not isinstance(parent, cst.Assign) or parent.value is not load or len(parent.targets) != 1:
         return []
     target = parent.targets[0].target
-    elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else []
-    return [e.value for e in elements if isinstance(e.value, cst.Name)]
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return []
+    return [e.value for e in target.elements if isinstance(e.value, cst.Name)]
 
 
 class LoadMapLocation(Rule):

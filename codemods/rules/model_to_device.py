@@ -280,20 +280,15 @@ class ModelToDevice(Rule):
     def _told_its_gpus(self, assign, name: str, wrapper: cst.BaseExpression) -> bool:
         """``model.initialize(gpu_ids)`` before ``DataParallel(model, device_ids=gpu_ids)``
         (pix2pixHD): the model was handed the same GPU list and places itself on it."""
-        while isinstance(wrapper, cst.Call) and isinstance(wrapper.func, cst.Attribute) \
-                and isinstance(wrapper.func.value, cst.Call):
-            wrapper = wrapper.func.value
-        ids = keyword(wrapper, "device_ids") if isinstance(wrapper, cst.Call) else None
-        if ids is None and isinstance(wrapper, cst.Call) and len(positional(wrapper)) > 1:
-            ids = positional(wrapper)[1]
-        if ids is None or not isinstance(ids.value, cst.Name):
+        ids = _device_ids(wrapper)
+        if not isinstance(ids, cst.Name):
             return False
         parents = self.metadata[ParentNodeProvider]
         for use in self._references(assign, name):
             method = parents.get(use)
             call = parents.get(method)
             if isinstance(method, cst.Attribute) and method.value is use and isinstance(call, cst.Call) \
-                    and call.func is method and any(isinstance(a.value, cst.Name) and a.value.value == ids.value.value
+                    and call.func is method and any(isinstance(a.value, cst.Name) and a.value.value == ids.value
                                                     for a in call.args):
                 return True
         return False
@@ -645,18 +640,26 @@ def _parenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
     return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def _chosen_gpus(wrapper: cst.BaseExpression) -> bool:
-    """``nn.DataParallel(model, device_ids=...)`` whose first device is not surely GPU 0."""
+def _device_ids(wrapper: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The ``device_ids`` of ``nn.DataParallel(model, device_ids=...)`` (also through a
+    ``.to(device)`` chain on it); None when not given or ``None``."""
     while isinstance(wrapper, cst.Call) and isinstance(wrapper.func, cst.Attribute) \
             and isinstance(wrapper.func.value, cst.Call):
         wrapper = wrapper.func.value  # ``nn.DataParallel(model).to(device)``
     if not isinstance(wrapper, cst.Call):
-        return False
+        return None
     args = positional(wrapper)
     ids = keyword(wrapper, "device_ids") or (args[1] if len(args) > 1 else None)
     if ids is None or (isinstance(ids.value, cst.Name) and ids.value.value == "None"):
+        return None
+    return ids.value
+
+
+def _chosen_gpus(wrapper: cst.BaseExpression) -> bool:
+    """``nn.DataParallel(model, device_ids=...)`` whose first device is not surely GPU 0."""
+    value = _device_ids(wrapper)
+    if value is None:
         return False
-    value = ids.value
     first = value.elements[0].value if isinstance(value, (cst.List, cst.Tuple)) and value.elements else None
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "range" \
             and (len(value.args) == 1 or len(value.args) > 1 and isinstance(value.args[0].value, cst.Integer)):

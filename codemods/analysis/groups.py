@@ -66,7 +66,8 @@ _COMBINING_METHODS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "add", "add_
 # A part's tensors: writing into them changes no part.
 _TENSORS_OF_A_PART = frozenset({"data", "weight", "bias", "grad"})
 _CPU_DATA_LIBRARIES = ("torchvision.transforms", "torchvision.io", "torchaudio", "PIL", "transformers",
-                       "tokenizers", "cv2", "librosa", "skimage", "imageio", "datasets", "dgl", "torch_geometric")
+                       "tokenizers", "cv2", "librosa", "skimage", "imageio", "datasets", "dgl", "torch_geometric",
+                       "torchfile", "torch.utils.serialization")
 
 
 @dataclass
@@ -397,6 +398,7 @@ class _GroupFinder:
         self.loop_depth = 0  # loop variables followed back to their sequences
         self.model_names: set[str] = set()
         self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
+        self.container = ""  # the list whose elements are being considered (``refs.append(v)``)
 
     def tuple_helpers_of(self, module: cst.Module) -> set[str]:
         """Functions of the file whose every ``return`` is a tuple of host tensors
@@ -462,6 +464,9 @@ class _GroupFinder:
         reads: list[cst.Name] = []
         for use in self._uses(target):
             attribute = self.parents.get(use)
+            while (isinstance(attribute, cst.Attribute) and attribute.attr.value != "register_forward_hook"
+                   or isinstance(attribute, cst.Subscript)) and attribute.value is use:
+                use, attribute = attribute, self.parents.get(attribute)  # ``net.layer1[0].register_forward_hook``
             call = self.parents.get(attribute)
             if not (isinstance(attribute, cst.Attribute) and attribute.value is use
                     and attribute.attr.value == "register_forward_hook" and isinstance(call, cst.Call)
@@ -680,6 +685,14 @@ class _GroupFinder:
             return
         if id(statement) in found:
             return
+        if _empty_container(statement.value):
+            for value in self._put_into(target):  # ``refs = []`` then ``refs.append(load(p))``
+                self.container, outer = target.value, self.container
+                try:
+                    self._consider(value, found)
+                finally:
+                    self.container = outer
+            return
         if not self._held_out(statement.value):
             root_name = _data_root(statement.value)
             if isinstance(root_name, cst.Name) and self.loop_depth < _MAX_DEPTH:
@@ -693,6 +706,23 @@ class _GroupFinder:
             self._note_foreign(statement.value, target)
             return
         found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
+
+    def _put_into(self, target: cst.Name) -> list[cst.BaseExpression]:
+        """The values put into the container bound to ``target``: ``target.append(v)``,
+        ``target.insert(i, v)`` and ``target[k] = v``."""
+        values: list[cst.BaseExpression] = []
+        for use in self._uses(target):
+            parent = self.parents.get(use)
+            call = self.parents.get(parent)
+            if isinstance(parent, cst.Attribute) and parent.value is use and isinstance(call, cst.Call) \
+                    and call.func is parent and parent.attr.value in ("append", "insert") and call.args:
+                values.append(call.args[-1].value)
+            holder = self.parents.get(parent)
+            statement = self.parents.get(holder)
+            if isinstance(parent, cst.Subscript) and parent.value is use and isinstance(holder, cst.AssignTarget) \
+                    and isinstance(statement, cst.Assign):
+                values.append(statement.value)
+        return values
 
     def _iterated(self, target: cst.Name) -> cst.BaseExpression | None:
         """For a loop variable, the sequence its values come from: ``xs`` for ``x`` in
@@ -740,6 +770,7 @@ class _GroupFinder:
         """``img = to_tensor(picture).unsqueeze(0)`` / ``model(**tokenizer(text))``: made by a
         library whose results devmod does not move, so the model stays with them."""
         what = f"`{target.value}` (line {line_of(self.metadata, target)})" if target is not None \
+            else f"an element of `{self.container}` (line {line_of(self.metadata, value)})" if self.container \
             else f"its input at line {line_of(self.metadata, value)}"
         held = self._cpu_global_read(value)
         if held is not None:
@@ -1116,6 +1147,14 @@ def _makes_cpu_tensor(metadata: Mapping, call: cst.Call) -> bool:
 
 def _library_names(names: set[str]) -> set[str]:
     return {n for n in names if n.startswith(_CPU_DATA_LIBRARIES)}
+
+
+def _empty_container(value: cst.BaseExpression) -> bool:
+    """``[]``, ``{}``, ``list()``, ``dict()``: a container filled later."""
+    if isinstance(value, (cst.List, cst.Dict)):
+        return not value.elements
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+        and value.func.value in ("list", "dict") and not value.args
 
 
 def _data_root(expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -14,6 +14,9 @@ nothing to do. ``if torch.cuda.is_available():`` around the line keeps it on a G
   per GPU and calls ``torch.cuda.set_device`` (the code is GPU-only by design, as DM103 treats
   ``.cuda()`` there). Calls that return a value (``torch.cuda.get_device_name(0)``) are not
   touched: skipping them would change what the code computes.
+- ``torch.cuda.set_device(0)`` with a constant GPU (Pyraformer, at import) is guarded too: on a GPU it
+  does what it did, and without one there is no GPU to choose. ``set_device(args.gpu)`` and
+  ``set_device(rank)`` are one process per GPU, left alone.
 - Calls that already work without a GPU (``empty_cache()``, ``manual_seed()``,
   ``max_memory_allocated()``) are not touched either.
 """
@@ -34,6 +37,7 @@ from .base import Invalid, Rule, Valid
 CUDA_ONLY = frozenset(f"torch.cuda.{name}" for name in (
     "synchronize", "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached",
     "reset_accumulated_memory_stats", "ipc_collect"))
+SET_DEVICE = "torch.cuda.set_device"
 
 
 class CudaOnlyCall(Rule):
@@ -42,12 +46,14 @@ class CudaOnlyCall(Rule):
     SUMMARY = "`torch.cuda.synchronize()` (and other GPU-only waits and resets) runs only where CUDA is available"
     ERROR = "AssertionError: Torch not compiled with CUDA enabled"
     TRIGGERS = ("synchronize", "reset_peak_memory_stats", "reset_max_memory", "reset_accumulated_memory_stats",
-                "ipc_collect")
+                "ipc_collect", "set_device")
     ORDER = 22
 
     @classmethod
     def may_apply(cls, facts: FileFacts) -> bool:
         return any(isinstance(statement.value, ast.Call) and facts.qnames(statement.value.func) & CUDA_ONLY
+                   or isinstance(statement.value, ast.Call) and SET_DEVICE in facts.qnames(statement.value.func)
+                   and _a_constant_gpu(statement.value)
                    for statement in facts.nodes(ast.Expr))
 
     def visit_Module(self, node: cst.Module) -> bool:
@@ -62,8 +68,10 @@ class CudaOnlyCall(Rule):
         if len(original_node.body) != 1 or not isinstance(original_node.body[0], cst.Expr):
             return updated_node
         call = original_node.body[0].value
-        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) \
-                or not qualified_names(self.metadata, call.func) & CUDA_ONLY:
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return updated_node
+        names = qualified_names(self.metadata, call.func)
+        if not names & CUDA_ONLY and not (SET_DEVICE in names and _a_constant_gpu(call)):
             return updated_node
         if gpu_only(self.metadata, original_node) or self.devices.cuda_is_the_ranks(original_node):
             return updated_node
@@ -106,6 +114,8 @@ class CudaOnlyCall(Rule):
         return out
 
     VALID = [
+        # One process per GPU: the rank's GPU is set (here from an option), by design.
+        Valid("import torch\n\ndef main(args):\n    torch.cuda.set_device(args.gpu)\n"),
         Valid("import torch\n\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),
         Valid("import torch\n\ndef step(device):\n    if device.type == 'cuda':\n        torch.cuda.synchronize()\n"),
         # Works without a GPU: nothing to guard.
@@ -125,4 +135,17 @@ class CudaOnlyCall(Rule):
             "import torch\n\ndef report():\n    torch.cuda.reset_peak_memory_stats()\n    return 1\n",
             "import torch\n\ndef report():\n    if torch.cuda.is_available():\n"
             "        torch.cuda.reset_peak_memory_stats()\n    return 1\n"),
+        Invalid("import torch\n\ntorch.cuda.set_device(0)\nx = torch.ones(2)\n",
+                "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.set_device(0)\nx = torch.ones(2)\n"),
     ]
+
+
+def _a_constant_gpu(call: cst.Call | ast.Call) -> bool:
+    """``set_device(0)``, ``set_device("cuda:1")``: one GPU the author names, not a process's rank."""
+    args = call.args
+    if len(args) != 1:
+        return False
+    value = args[0].value if isinstance(call, cst.Call) else args[0]
+    if isinstance(call, cst.Call):
+        return isinstance(value, (cst.Integer, cst.SimpleString)) and not args[0].keyword
+    return isinstance(value, ast.Constant) and isinstance(value.value, (int, str)) and not call.keywords

@@ -486,6 +486,11 @@ class DeviceLookup:
                 return (f"this runs in the model's static or class method `{name}`, which has no model to read "
                         "the device from; use the device of the tensors it works on (e.g. `x.device`) or pass "
                         "one in")
+            klass = next((a for a in ancestors(self.metadata, node) if isinstance(a, cst.ClassDef)), None)
+            if method is not None and klass is not None and self.module is not None \
+                    and _called_before_moved(self.metadata, self.module, klass, method):
+                return (f"the file calls the model method `{name}` before it moves the model, so the model's "
+                        "parameters are no guide to the device there; pass the device in")
             return (f"this runs in the model method `{name}`, where devmod finds no parameter, buffer or device "
                     "attribute to read the model's device from; use the device of the tensors it works on "
                     "(e.g. `x.device`)")
@@ -547,6 +552,8 @@ class DeviceLookup:
             return None
         if receiver is not None and _moves_own_part(node, receiver):
             return None  # ``self.net.cuda()``: the model's first parameter may be that part's own
+        if self.module is not None and _called_before_moved(self.metadata, self.module, place.klass, method):
+            return None  # ``h = enc.init_hidden()`` then ``enc.cuda()``: its parameters are still on the CPU
         return cst.parse_expression(f"next({receiver}.parameters()).device")
 
     def _method_around(self, function: cst.FunctionDef) -> cst.FunctionDef:
@@ -708,6 +715,32 @@ def construction_methods(klass: cst.ClassDef) -> set[str]:
                     and node.func.attr.value in methods:
                 todo.append(node.func.attr.value)
     return found
+
+
+def _called_before_moved(metadata: Mapping, module: cst.Module, klass: cst.ClassDef,
+                         method: cst.FunctionDef) -> bool:
+    """Does the file call ``method`` on an instance of ``klass`` (``enc = Encoder()``) above the
+    line that moves that instance (``enc.cuda()``)? There its parameters are still on the CPU."""
+    from .pinned import moves_itself_somewhere
+    from .scopes import only_assigned_value
+    from .tensors import moved_in_chain, uses_of_binding
+
+    for call in (n for n in walk(module) if isinstance(n, cst.Call)):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == method.name.value
+                and isinstance(func.value, cst.Name)):
+            continue
+        made = only_assigned_value(metadata, func.value)
+        if not (isinstance(made, cst.Call) and isinstance(made.func, cst.Name)
+                and made.func.value == klass.name.value and not moved_in_chain(metadata, made)):
+            continue
+        assign = next((a for a in ancestors(metadata, made) if isinstance(a, cst.Assign)), None)
+        target = assign.targets[0].target if assign is not None and len(assign.targets) == 1 else None
+        uses = uses_of_binding(metadata, target) if isinstance(target, cst.Name) else []
+        moves = [line_of(metadata, u) for u in uses if moves_itself_somewhere(metadata, u)]
+        if moves and min(moves) > line_of(metadata, call):
+            return True
+    return False
 
 
 def guessed_from_parameters(device: cst.BaseExpression) -> bool:

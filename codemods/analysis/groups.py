@@ -35,7 +35,7 @@ from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_
 from .scopes import ClassFacts, only_assigned_value, only_binding, scope_bindings
 from .tensors import is_number, torch_data_function, uses_of_binding
 from .modules import builds_parts_when_run
-from .tree import ancestors, in_source_order, line_of, nodes_of, walk
+from .tree import ancestors, code_of, in_source_order, line_of, nodes_of, walk
 
 # Attributes of a dataset object that hold its whole storage as tensors.
 _DATASET_STORAGE = frozenset({"data", "targets", "tensors", "train_data", "train_labels", "test_data",
@@ -121,7 +121,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                  loops: frozenset[str] = frozenset(),
                  cpu_resident: frozenset[str] = frozenset(),
                  self_placing: frozenset[str] = frozenset(),
-                 list_collators: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
+                 list_collators: frozenset[str] = frozenset(),
+                 host_methods: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
@@ -130,6 +131,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
     its group back, and so does a loop over a loader whose batch DM203 cannot move
     (``device_names``: the names that already place a batch there)."""
     finder = _GroupFinder(metadata, helpers, numpy_fixed)
+    finder.host_methods = host_methods  # ``net.init_hidden()`` of a model class in another file
     finder.facts = facts
     finder.loops = loops  # the project's training loops in other files (``d2l.train_ch3``)
     finder.tuple_helpers = finder.tuple_helpers_of(module)
@@ -399,6 +401,7 @@ class _GroupFinder:
         self.model_names: set[str] = set()
         self.packs = False  # the file packs sequences: ``lengths`` tensors stay on the CPU
         self.container = ""  # the list whose elements are being considered (``refs.append(v)``)
+        self.host_methods: frozenset[str] = frozenset()
 
     def tuple_helpers_of(self, module: cst.Module) -> set[str]:
         """Functions of the file whose every ``return`` is a tuple of host tensors
@@ -617,7 +620,7 @@ class _GroupFinder:
                 call = self.parents.get(parent)
                 if not isinstance(call, cst.Call):
                     return
-                if is_loss_callee(call.func):
+                if is_loss_callee(call.func) or self._a_loss_object(call.func):
                     for arg in call.args:
                         if arg is not parent:
                             self._partner(arg.value, found)
@@ -637,8 +640,38 @@ class _GroupFinder:
                         for use in self._uses(name):
                             self._follow_output(use, found, depth + 1)
                 return
+            elif isinstance(parent, cst.Return) and depth < _MAX_DEPTH:
+                # ``def select(s): return policy(s)``: the output meets what each caller combines it with
+                for site in self._call_sites(parent):
+                    self._follow_output(site, found, depth + 1)
+                return
             else:
                 return
+
+    def _a_loss_object(self, func: cst.BaseExpression) -> bool:
+        """``mse(value, target)`` with ``mse = nn.MSELoss()``: a loss under another name."""
+        made = only_assigned_value(self.metadata, func) if isinstance(func, cst.Name) else None
+        return isinstance(made, cst.Call) and any(n.startswith("torch.nn.") and n.endswith("Loss")
+                                                  for n in qualified_names(self.metadata, made.func))
+
+    def _call_sites(self, returned: cst.Return) -> list[cst.Call]:
+        """The calls, in the file, of the function that ``returned`` belongs to."""
+        function = next((a for a in ancestors(self.metadata, returned)
+                         if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+        return self._call_sites_of(function) if isinstance(function, cst.FunctionDef) else []
+
+    def _call_sites_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of ``function`` by its name, in the file."""
+        scope = self.metadata[ScopeProvider].get(function)
+        sites: list[cst.Call] = []
+        for binding in scope_bindings(scope, function.name.value):
+            if binding.node is not function:
+                continue
+            for access in binding.references:
+                call = self.parents.get(access.node)
+                if isinstance(call, cst.Call) and call.func is access.node:
+                    sites.append(call)
+        return sites
 
     def _partner(self, expr: cst.BaseExpression, found: dict[int, HeldOut]) -> None:
         root = _data_root(expr)
@@ -664,6 +697,8 @@ class _GroupFinder:
                 self._note_foreign(expr, None)
             return
         target = self._reaching_binding(root)
+        if target is None:
+            self._note_unpacked_arguments(root)
         if target is None or (self.packs and "len" in target.value.lower()):
             return  # ``pack_padded_sequence`` wants its lengths on the CPU
         holder = self.parents.get(target)
@@ -706,6 +741,27 @@ class _GroupFinder:
             self._note_foreign(statement.value, target)
             return
         found[id(statement)] = HeldOut(target.value, statement, line_of(self.metadata, statement))
+
+    def _note_unpacked_arguments(self, name: cst.Name) -> None:
+        """``def train(inp, target)`` called as ``train(*random_pair())``: the values come from a
+        call devmod does not follow into the parameters, so they cannot move with the model."""
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
+        if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Param):
+            return
+        param = bindings[0].node
+        function = self.parents.get(self.parents.get(param))
+        if not isinstance(function, cst.FunctionDef) or param not in function.params.params:
+            return
+        index = list(function.params.params).index(param)
+        for site in self._call_sites_of(function):
+            plain = [a for a in site.args if a.keyword is None and not a.star]
+            named = any(a.keyword and a.keyword.value == param.name.value for a in site.args)
+            star = next((a for a in site.args if a.star == "*"), None)
+            if star is not None and not named and index >= len(plain):
+                self.foreign.append(f"`{name.value}` (line {line_of(self.metadata, param)}) is given by "
+                                    f"`*{code_of(star.value)}` (line {line_of(self.metadata, site)}), "
+                                    "which devmod does not move")
+                return
 
     def _put_into(self, target: cst.Name) -> list[cst.BaseExpression]:
         """The values put into the container bound to ``target``: ``target.append(v)``,
@@ -958,6 +1014,8 @@ class _GroupFinder:
                     continue
                 if isinstance(node.func, cst.Attribute):
                     method = node.func.attr.value
+                    if method in self.host_methods:
+                        return True
                     if method in ("to", "cuda", "pin_memory") or any(a.keyword and a.keyword.value == "device"
                                                                        for a in node.args):
                         return False  # placed already

@@ -62,6 +62,9 @@ class FileRole:
     plain_classes: frozenset[str] = frozenset()  # project classes seen here that are no ``nn.Module`` (ddim's ``EMAHelper``)
     # Those of them with a ``cuda()`` of their own or of a project base (seq2seq's losses): no ``.to()``.
     cuda_method_classes: frozenset[str] = frozenset()
+    # Methods of model classes imported from other files that return a fresh CPU tensor
+    # (``net.init_hidden()`` building ``torch.zeros(...)``): library code devmod leaves as it is.
+    host_methods: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -90,6 +93,7 @@ class _Summary:
     list_collators: set[str] = field(default_factory=set)  # functions that return only lists
     self_placing: set[str] = field(default_factory=set)  # classes whose ``__init__`` moves ``self``
     cuda_methods: set[str] = field(default_factory=set)  # classes that define their own ``cuda()``
+    host_methods: dict[str, set[str]] = field(default_factory=dict)  # class -> its methods returning CPU tensors
 
 
 def module_names(path: str) -> tuple[str, ...]:
@@ -185,6 +189,9 @@ def summarise(path: str, source: str) -> _Summary | None:
                 summary.self_placing.add(stmt.name)
             if any(isinstance(f, ast.FunctionDef) and f.name == "cuda" for f in stmt.body):
                 summary.cuda_methods.add(stmt.name)
+            methods = {f.name for f in stmt.body if isinstance(f, ast.FunctionDef) and _returns_fresh_tensor(f)}
+            if methods:
+                summary.host_methods[stmt.name] = methods
             _collect_loads(summary, _CLASS, _outside(nodes, [*stmt.bases, *stmt.keywords, *stmt.decorator_list]))
         elif _is_main_guard(stmt):
             summary.has_main = True
@@ -202,6 +209,24 @@ def summarise(path: str, source: str) -> _Summary | None:
     # ``compare(pairs, loader)`` that hands each model of ``pairs`` to the file's own loop
     _grow(summary.loop_functions, functions, lambda f: _hands_models_to_a_loop(f, walked[f], summary.loop_functions))
     return summary
+
+
+def _returns_fresh_tensor(method: ast.FunctionDef) -> bool:
+    """A method (not ``forward``) whose every ``return`` is a new CPU tensor from a factory:
+    ``def init_hidden(self): return torch.zeros(self.layers, 1, self.size)``."""
+    if method.name in ("forward", "__call__", "__init__"):
+        return False
+    nodes = ast_nodes(method)
+    if not _returns_host_tensor(method, nodes):
+        return False
+    makers = _HOST_DATA | tensor_factories()
+    for ret in (n for n in nodes if isinstance(n, ast.Return)):
+        value = ret.value
+        if isinstance(value, ast.Name):
+            value = _last_assignment(method, nodes, ret)
+        if not (isinstance(value, ast.Call) and _dotted(value.func) in makers):
+            return False
+    return True
 
 
 def _returns_lists(nodes: list[ast.AST]) -> bool:
@@ -611,6 +636,9 @@ class ProjectIndex:
                   if (file, original) in self.model_classes or (file, original) in self.model_factories}
         helpers = {name for name, (file, original) in visible.items()
                    if file in self.files and original in self.files[file].tensor_helpers}
+        host_methods = {method for name, (file, original) in visible.items()
+                        if file != summary.path and file in self.files
+                        for method in self.files[file].host_methods.get(original, ())}
         cpu_resident = {name for name, (file, original) in visible.items()
                         if file in self.files and original in self.files[file].cpu_resident}
         loops = {name for name, (file, original) in visible.items()  # the file's own loops are seen there
@@ -649,7 +677,8 @@ class ProjectIndex:
                         main_only=frozenset(self._main_only(summary)),
                         list_collators=frozenset(collators), self_placing=frozenset(self_placing),
                         plain_classes=frozenset(plain), cuda_method_classes=frozenset(own_cuda),
-                        star_names=frozenset(self._star_variables(summary)))
+                        star_names=frozenset(self._star_variables(summary)),
+                        host_methods=frozenset(host_methods - {m for ms in summary.host_methods.values() for m in ms}))
 
     def _classes_through_reexports(self, summary: _Summary) -> dict[str, tuple[str, str]]:
         """Local name -> (defining file, name there) for the project classes a file imports by

@@ -24,6 +24,8 @@ _CPU_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "sea
 # Attributes and methods that read a tensor's metadata, never its data.
 _METADATA_ATTRIBUTES = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda"})
 _CPU_METHODS = frozenset({"numpy", "tolist", "item", "cpu"})
+# Read at once for its shape (``torch.zeros(k).numel()``): the values are never used, any device does.
+_SHAPE_ONLY = frozenset({"numel", "nelement", "dim", "ndimension", "size", "shape"})
 TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "detach", "clone", "view",
                              "reshape", "unsqueeze", "squeeze", "permute", "t", "transpose", "contiguous", "to",
                              "fill_", "normal_", "uniform_", "zero_", "requires_grad_", "expand"})
@@ -184,7 +186,7 @@ def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
     leaving it on the CPU never introduces a new error.
     """
     top = _arithmetic_top(metadata, chain_top(metadata, call))
-    if _consumed_on_cpu(metadata, top) or _used_as_index(metadata, top) or _read_by_cpu_library(metadata, call):
+    if _consumed_on_cpu(metadata, top, methods=_CPU_METHODS | _SHAPE_ONLY) or _used_as_index(metadata, top) or _read_by_cpu_library(metadata, call):
         return True
     name = assigned_name(metadata, call, through_arithmetic=True)
     if name is not None and any(_consumed_on_cpu(metadata, use) or _used_as_index(metadata, use)

@@ -150,7 +150,8 @@ class Rule(VisitorBasedCodemodCommand):
                                   device_names=frozenset({*DEVICE_LIKE_NAMES, self.shared_name}),
                                   loops=self.state.role.training_loops, cpu_resident=self.state.role.cpu_resident,
                                   self_placing=self.state.role.self_placing,
-                                  list_collators=self.state.role.list_collators)
+                                  list_collators=self.state.role.list_collators,
+                                  host_methods=self.state.role.host_methods)
             cached = self.state.groups = (self.tree, groups)
         return cached[1]
 

@@ -586,6 +586,8 @@ class FactoryDevice(Rule):
             return False
         if len(bindings) == 1 and isinstance(bindings[0].node, cst.Param):
             return self._given_unmoved_model(bindings[0].node)
+        if len(bindings) == 1 and self._from_unmoved_models(name, bindings[0].node):
+            return True
         parents = self.metadata[ParentNodeProvider]
         if any(isinstance(s, cst.Assign) and passes_itself(self.metadata, s.value, name.value)
                for s in (parents.get(parents.get(b.node)) for b in bindings)):
@@ -611,6 +613,34 @@ class FactoryDevice(Rule):
                 return False
         return not any(moves_itself_somewhere(self.metadata, use)
                        for use in uses_of(self.metadata, name))
+
+    def _from_unmoved_models(self, name: cst.Name, target: cst.CSTNode) -> bool:
+        """``for key, model in models.items()`` over ``models = {"a": nn.Linear(4, 2), ...}``: a model
+        of a literal collection that nothing moves (nor the loop variable): its inputs stay with it."""
+        parents = self.metadata[ParentNodeProvider]
+        loop = parents.get(target)
+        if isinstance(loop, cst.Element):
+            loop = parents.get(parents.get(loop))
+        if not isinstance(loop, cst.For):
+            return False
+        source = loop.iter
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
+                and source.func.attr.value in ("items", "values") and not source.args:
+            source = source.func.value
+        if not isinstance(source, cst.Name):
+            return False
+        collection = only_assigned_value(self.metadata, source)
+        if isinstance(collection, cst.Dict):
+            values = [e.value for e in collection.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(collection, (cst.List, cst.Tuple)):
+            values = [e.value for e in collection.elements if isinstance(e, cst.Element)]
+        else:
+            return False
+        if not values or not all(isinstance(v, cst.Call) and builds_model(self.metadata, v, self.facts)
+                                 and not moved_in_chain(self.metadata, v) for v in values):
+            return False
+        return not any(moves_itself_somewhere(self.metadata, use)
+                       for use in (*uses_of(self.metadata, name), *uses_of(self.metadata, source)))
 
     def _given_unmoved_model(self, param: cst.Param) -> bool:
         """``def sample(model, n)`` called as ``sample(Tiny(), 2)``: every caller in the file

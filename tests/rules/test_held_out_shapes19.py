@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 from all_rules_support import rewrite as run
+
+from codemods.config import Config
+from codemods.driver import process_files
 
 
 def _unfixed(result) -> list[str]:
@@ -52,3 +58,153 @@ def test_a_list_of_references_that_moves_moves_with_its_model():
     assert "torch.ones(4, device=device)" in result.output
     assert "torch.ones(1, 4, device=device)" in result.output
     assert _unfixed(result) == []
+
+
+def test_a_tensor_made_only_for_its_shape_keeps_its_device():
+    # thop's counting hooks: ``torch.zeros(size).numel()`` reads only a shape; ``device=y.device``
+    # allocated a GPU tensor per call in device-correct library code.
+    _, result = run("""\
+        import torch
+
+
+        def count_conv(m, x, y: torch.Tensor):
+            kernel_ops = torch.zeros(m.weight.size()[2:]).numel()
+            m.total_ops += int(kernel_ops * y.numel())
+    """)
+    assert result.output == result.source
+
+
+def test_a_model_output_returned_by_a_function_meets_its_callers_target():
+    # practical-pytorch's REINFORCE: ``select`` returns ``policy(state)``; its caller compares the
+    # value with ``torch.Tensor([reward])`` through ``mse = nn.MSELoss()``. The policy and its state
+    # moved and the legacy target stayed on the CPU.
+    _, result = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        policy = nn.Linear(3, 1)
+        mse = nn.MSELoss()
+
+
+        def select(state):
+            state = torch.from_numpy(state).float()
+            return policy(state)
+
+
+        loss = 0
+        for reward in [1.0, 0.5]:
+            value = select(np.zeros(3))
+            loss += mse(value, torch.Tensor([reward]))
+        loss.backward()
+    """)
+    assert "policy = nn.Linear(3, 1).to(device)" in result.output
+    assert "mse(value, torch.Tensor([reward]).to(device))" in result.output
+
+
+def test_a_hidden_state_from_a_model_method_in_another_file_moves_with_the_model(tmp_path: Path):
+    # practical-pytorch's char-rnn: ``hidden = rnn.init_hidden()`` builds ``torch.zeros(...)`` in
+    # the model file (library code, left alone). The model and the input moved; the hidden state
+    # stayed on the CPU.
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "model.py").write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x, h):
+                return self.fc(x) + h
+
+            def init_hidden(self, rows=1):
+                return torch.zeros(rows, 2)
+    """))
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        from model import Net
+
+        net = Net()
+        for step in range(3):
+            h = net.init_hidden()
+            out = net(torch.randn(1, 4), h)
+    """))
+    reports = list(process_files([str(script), str(tmp_path / "model.py")], Config(), "diff", jobs=1))
+    assert "+    h = net.init_hidden().to(device)" in reports[0].diff
+    assert "+net = Net().to(device)" in reports[0].diff
+    assert not reports[1].changed
+
+
+def test_batches_handed_in_by_an_unpacked_call_hold_the_model_back():
+    # practical-pytorch's notebooks: ``train(*random_pair())``. The model moved and the pair
+    # stayed on the CPU.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        def random_pair():
+            return torch.zeros(3, 1, 2), torch.zeros(1, 2)
+
+
+        def train(inp, target):
+            out = rnn(inp[0])
+            return criterion(out, target)
+
+
+        rnn = nn.Linear(2, 2)
+        criterion = nn.MSELoss()
+        for epoch in range(3):
+            print(train(*random_pair()))
+    """)
+    assert "to(device)" not in result.output
+    assert _unfixed(result) == ["DM202"]
+    assert "`inp` (line 9) is given by `*random_pair()` (line 17)" in result.findings[-1].message
+
+
+def test_the_input_of_a_model_from_an_unmoved_dict_of_models_stays():
+    # pytorch-OpCounter's benchmark: ``for name, model in models.items(): model(x)``; only ``x`` moved.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+        models = {"a": nn.Linear(4, 2), "b": nn.Sequential(nn.Linear(4, 2))}
+        for name, model in models.items():
+            x = torch.randn(3, 4)
+            print(name, model(x).shape)
+    """)
+    assert result.output == result.source
+
+
+def test_a_method_called_before_its_model_moves_takes_no_device_from_its_parameters():
+    # practical-pytorch's seq2seq: ``hidden = enc.init_hidden()`` runs before ``enc.cuda()``; the
+    # method's ``hidden.cuda()`` became a move to the parameters' device, still the CPU there.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(4, 4)
+
+            def forward(self, x, hidden):
+                return self.gru(x, hidden)
+
+            def init_hidden(self):
+                return torch.zeros(1, 1, 4).cuda()
+
+
+        enc = Encoder()
+        hidden = enc.init_hidden()
+        x = torch.zeros(3, 1, 4).cuda()
+        enc.cuda()
+        out, hidden = enc(x, hidden)
+    """)
+    assert "parameters()" not in result.output
+    assert "before it moves the model" in " ".join(f.message for f in result.findings if not f.fixed)

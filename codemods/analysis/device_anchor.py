@@ -47,7 +47,8 @@ class DevicePlaces:
         if text is None or _GPU_LIST in text:
             for index, stmt in enumerate(body):
                 if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-                    self._gpu_list_set_later = self._gpu_list_set_later or sets_gpu_list(stmt)
+                    self._gpu_list_set_later = self._gpu_list_set_later or (
+                        sets_gpu_list(stmt) and not _checks_for_a_gpu_first(stmt))
                 elif sets_gpu_list(stmt):
                     self._gpu_list_set.append(index)
 
@@ -94,6 +95,18 @@ def sets_gpu_list(node: cst.CSTNode) -> bool:
         elif isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute) \
                 and item.func.attr.value in ("setdefault", "update", "putenv", "__setitem__") and named(item):
             return True
+    return False
+
+
+def _checks_for_a_gpu_first(function: cst.CSTNode) -> bool:
+    """``use_gpu = torch.cuda.is_available()`` above the function's ``CUDA_VISIBLE_DEVICES``
+    setting: the author's own check already fixes the list of GPUs, so one at import changes
+    nothing (deep-person-reid's scripts)."""
+    for item in walk(function):
+        if isinstance(item, cst.Call) and (dotted(item.func) or "").endswith("cuda.is_available"):
+            return True
+        if sets_gpu_list(item) and isinstance(item, (cst.Assign, cst.AugAssign, cst.Call)):
+            return False
     return False
 
 

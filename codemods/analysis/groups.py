@@ -208,7 +208,7 @@ def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, gro
         loader = find_loader(metadata, loop.iter, collators)
         if loader is None:
             continue
-        fed = _models_fed(metadata, module, loop, groups)
+        fed = models_fed(metadata, module, loop, groups)
         if not fed:
             continue
         why = batch_plan(metadata, loop, loader, is_model, set(device_names), packs)
@@ -220,7 +220,7 @@ def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, gro
                                            f"{line_of(metadata, loop)}: {why}")
 
 
-def _models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Mapping[cst.Assign, Group]) -> list[Group]:
+def models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Mapping[cst.Assign, Group]) -> list[Group]:
     """The groups whose model the loop body calls: bound in reach, or a parameter of the
     loop's function that a call in the file fills with the model."""
     scopes = metadata[ScopeProvider]
@@ -258,8 +258,9 @@ def _models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Ma
 
     for node in walk(loop.body):
         if isinstance(node, cst.Call):
-            func = node.func.value if isinstance(node.func, cst.Attribute) and node.func.attr.value == "forward" \
-                else node.func
+            # ``net(x)``, ``net.forward(x)``, ``net.apply_mlp(x, net.bot)``: a method that runs the model
+            func = node.func.value if isinstance(node.func, cst.Attribute) and node.func.attr.value not in MODULE_API \
+                and node.args else node.func
             if isinstance(func, cst.Name):
                 add_bound(func)
     return found

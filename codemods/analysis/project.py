@@ -65,6 +65,7 @@ class FileRole:
     # Methods of model classes imported from other files that return a fresh CPU tensor
     # (``net.init_hidden()`` building ``torch.zeros(...)``): library code devmod leaves as it is.
     host_methods: frozenset[str] = frozenset()
+    in_package: bool = False  # a module of a package (an ``__init__.py`` beside it): library-shaped
 
 
 @dataclass
@@ -648,9 +649,10 @@ class ProjectIndex:
         # ``hubconf.py`` is imported by ``torch.hub.load`` from outside the project: library code.
         # So is a module of a package that runs nothing itself (no main block, no top-level work):
         # it is imported by name (diffusers' lazy ``_import_structure``, entry points, plugins).
+        in_package = os.path.basename(summary.path) != "__init__.py" \
+            and os.path.exists(os.path.join(os.path.dirname(summary.path), "__init__.py"))
         imported = summary.path in self.imported or os.path.basename(summary.path) == "hubconf.py" or (
-            not summary.has_main and not summary.does_work
-            and os.path.exists(os.path.join(os.path.dirname(summary.path), "__init__.py")))
+            not summary.has_main and not summary.does_work and in_package)
         setters = {name for name, (file, original) in visible.items()
                    if file in self.files and original in self.files[file].cuda_device_setters}
         for local, module in summary.module_aliases.items():  # ``utils.init_distributed_mode(args)``
@@ -678,7 +680,8 @@ class ProjectIndex:
                         list_collators=frozenset(collators), self_placing=frozenset(self_placing),
                         plain_classes=frozenset(plain), cuda_method_classes=frozenset(own_cuda),
                         star_names=frozenset(self._star_variables(summary)),
-                        host_methods=frozenset(host_methods - {m for ms in summary.host_methods.values() for m in ms}))
+                        host_methods=frozenset(host_methods - {m for ms in summary.host_methods.values() for m in ms}),
+                        in_package=in_package)
 
     def _classes_through_reexports(self, summary: _Summary) -> dict[str, tuple[str, str]]:
         """Local name -> (defining file, name there) for the project classes a file imports by

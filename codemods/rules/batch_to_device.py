@@ -47,7 +47,7 @@ from ..analysis.loops import Loader, batch_plan, find_loader
 from ..analysis.names import argument_for, keyword_arg
 from ..analysis.pinned import pinned_to_cpu
 from ..analysis.groups import blocked_callee
-from ..analysis.roles import is_loss_callee, is_model_callee, model_variables, raw_weight_functions
+from ..analysis.roles import is_loss_callee, is_model_callee, is_model_method_call, model_variables, raw_weight_functions
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tree import nodes_of, walk
 from .base import Invalid, Rule, Valid
@@ -122,8 +122,9 @@ class BatchToDevice(Rule):
             return True
         for node in walk(loop.body):
             if isinstance(node, cst.Call):
-                if self._is_model(node.func) or is_loss_callee(node.func):
-                    return True
+                if self._is_model(node.func) or is_loss_callee(node.func) \
+                        or is_model_method_call(node.func, self._model_names):
+                    return True  # ``net(x)``, ``criterion(out, y)``, ``net.apply_mlp(x, net.bot)``
                 if any(self._is_model(arg.value) for arg in node.args):
                     return True
         return False

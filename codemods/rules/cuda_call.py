@@ -275,5 +275,7 @@ def _only_moves(body) -> bool:
             value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
             if not (isinstance(value, cst.Call) and method_call(value, "to")):
                 return False
+            if any(isinstance(n, cst.Call) for n in walk(value.func.value)):  # type: ignore[attr-defined]
+                return False  # ``nn.DataParallel(model).to(device)``: the wrapping needs the guard too
     return True
 

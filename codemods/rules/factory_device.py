@@ -48,8 +48,8 @@ from ..analysis.names import dotted, keyword, keyword_arg, method_call, position
 from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
 from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, assigned_value, only_assigned_value, only_binding, scope_bindings
-from ..analysis.groups import blocked_callee, blocked_scopes, dominating_binding_above, samples_a_distribution
-from ..analysis.loops import packs_sequences
+from ..analysis.groups import blocked_callee, blocked_scopes, dominating_binding_above, models_fed, samples_a_distribution
+from ..analysis.loops import find_loader, packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
@@ -392,13 +392,19 @@ class FactoryDevice(Rule):
         tensor stays on the CPU, so ``t`` stays with it (a CUDA element times a CPU vector fails)."""
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, call, through_arithmetic=True)
-        for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
+        summed = []  # ``weights += y.sum(0)``: a binding of ``weights`` to libcst, and a use here
+        if name is not None:
+            summed = [b.node for b in scope_bindings(self.metadata[ScopeProvider].get(name), name.value)
+                      if isinstance(parents.get(b.node), cst.AugAssign)]
+        for use in [call, *(uses_of_binding(self.metadata, name) if name is not None else []), *summed]:
             current = chain_top(self.metadata, use)
             while isinstance(parents.get(current), cst.Subscript) and parents.get(current).value is current:
                 current = chain_top(self.metadata, parents.get(current))
             operation = parents.get(current)
             if isinstance(operation, cst.BinaryOperation):
                 others = [operation.right if operation.left is current else operation.left]
+            elif isinstance(operation, cst.AugAssign) and operation.target is current:
+                others = [operation.value]  # ``attn[i] += y.cpu()``: an in-place sum needs one device
             elif isinstance(operation, cst.Arg) and isinstance(parents.get(operation), cst.Call):
                 # ``criterion(Y_pred, Y)`` with ``Y`` kept on the CPU (read with ``Y.item()``)
                 others = [a.value for a in parents.get(operation).args if a is not operation]
@@ -406,9 +412,44 @@ class FactoryDevice(Rule):
                 continue
             for other in others:
                 root = self._host_root(other)
-                if root is not None and not self._host_tensor_moves(root) or self._factory_kept_on_cpu(other):
+                if root is not None and not self._host_tensor_moves(root) or self._factory_kept_on_cpu(other) \
+                        or self._on_the_host(other):
                     return True
         return False
+
+    def _on_the_host(self, expr: cst.BaseExpression) -> bool:
+        """``y.squeeze(0).cpu().data``, or a batch of a loader loop that feeds no model and moves
+        nothing (``for _, y in loader: weights += y.sum(0)``): a CPU tensor, whatever devmod does."""
+        node = expr
+        while True:
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                if node.func.attr.value == "cpu" and not node.args:
+                    return True
+                if node.func.attr.value in ("to", "cuda"):
+                    return False
+                node = node.func.value
+            elif isinstance(node, cst.Subscript) or isinstance(node, cst.Attribute) and node.attr.value == "data":
+                node = node.value
+            else:
+                break
+        if not isinstance(node, cst.Name):
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        around = set(map(id, ancestors(self.metadata, node)))
+        loop = None
+        for binding in scope_bindings(self.metadata[ScopeProvider].get(node), node.value):
+            holder = parents.get(binding.node) if isinstance(binding.node, cst.Name) else None
+            while isinstance(holder, (cst.Element, cst.Tuple, cst.List)):
+                holder = parents.get(holder)
+            if isinstance(holder, cst.For) and id(holder) in around:
+                loop = holder  # the loop whose variable this is, around the use
+        if loop is None or find_loader(self.metadata, loop.iter, frozenset()) is None:
+            return False
+        if models_fed(self.metadata, self.tree, loop, self.model_groups()):
+            return False  # DM203 may move its batch
+        inside = [use for use in uses_of(self.metadata, node) if any(a is loop for a in ancestors(self.metadata, use))]
+        return not any(moves_itself_somewhere(self.metadata, use) or moved_in_chain(self.metadata, use)
+                       for use in inside)
 
     def _factory_kept_on_cpu(self, expr: cst.BaseExpression) -> bool:
         """``Y`` bound once to ``torch.tensor([0])`` that this rule leaves on the CPU because it is

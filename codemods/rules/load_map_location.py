@@ -42,7 +42,7 @@ from ..analysis.candidates import FileFacts
 from ..analysis.guards import gpu_only, in_cuda_available_branch
 from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
 from ..analysis.roles import looks_like_model_name, model_variables
-from ..analysis.scopes import ScopeKind, assigned_value, scope_bindings
+from ..analysis.scopes import ScopeKind, assigned_value, only_binding, scope_bindings
 from ..analysis.tree import ancestors, nodes_of, walk
 from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
 from .base import Invalid, Rule, Valid
@@ -99,6 +99,8 @@ class LoadMapLocation(Rule):
             return updated_node  # on the CPU it would meet the data its saver placed: left as the author has it
         if self._moves_behind_a_switch() and self._may_be_a_whole_model(original_node):
             return updated_node  # the data moves only when the user asks: so did the model it saved
+        if not isinstance(device, cst.SimpleString) and self._run_where_nothing_moves(original_node):
+            return updated_node  # its inputs are made where devmod places nothing: they would not follow
         if isinstance(device, cst.SimpleString) and (self._used_as_loaded(original_node)
                                                      or self._handed_on_as_loaded(original_node)):
             return updated_node  # (an EMA shadow kept as restored, used beside the model's parameters)
@@ -146,6 +148,33 @@ class LoadMapLocation(Rule):
                 if (isinstance(holder, cst.Call) and holder.func is use) or (
                         isinstance(holder, cst.Attribute) and holder.value is use and holder.attr.value in _MODEL_API):
                     return True
+        return False
+
+    def _run_where_nothing_moves(self, load: cst.Call) -> bool:
+        """``model = torch.load(path)`` then ``run(model)``, where ``run`` is another file's training
+        loop or a function of this file that others import (library code, given no device) and
+        that calls the model: its inputs stay on the CPU, so the whole model must stay with them."""
+        name = assigned_name(self.metadata, load)
+        parents = self.metadata[ParentNodeProvider]
+        for use in uses_of_binding(self.metadata, name) if name is not None else ():
+            arg = parents.get(use)
+            call = parents.get(arg)
+            if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+                continue
+            if call.func.value in self.state.role.training_loops:
+                return True
+            function = only_binding(self.metadata, call.func)
+            function = parents.get(function) if isinstance(function, cst.Name) else function
+            if not isinstance(function, cst.FunctionDef) or not self.devices.in_library_code(function.body):
+                continue
+            index = [a for a in call.args if a.keyword is None and not a.star].index(arg) \
+                if arg.keyword is None and not arg.star else None
+            params = function.params.params
+            param = params[index].name.value if index is not None and index < len(params) \
+                else arg.keyword.value if arg.keyword is not None else None
+            if param is not None and any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+                                         and n.func.value == param for n in walk(function.body)):
+                return True
         return False
 
     def _used_as_loaded(self, load: cst.Call) -> bool:

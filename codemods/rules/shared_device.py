@@ -16,9 +16,9 @@ to point at and falls back to the CPU on machines without a GPU.
   function), nothing is defined and it is reported; no other rule then writes ``device``
   in the file: their fixes there are reported, not applied (a NameError is worse than a
   hard-coded ``.cuda()``).
-- In a file other project files import, a device that only the ``__main__`` block (and the
-  functions only it calls) uses is defined at the top of that block, so that
-  ``from models import *`` never exports a ``device`` over the importer's own.
+- In a file other project files import, or a module of a package, a device that only the
+  ``__main__`` block (and the functions only it calls) uses is defined at the top of that
+  block, so that ``from models import *`` never exports a ``device`` over the importer's own.
 - This rule runs whenever another rule writes ``device``, even under ``--select``,
   because their fixes rely on it. It adds nothing to a file that needs no device.
 """
@@ -160,9 +160,10 @@ class SharedDevice(Rule):
 
     def _main_block_only(self, module: cst.Module, immediate: list[cst.CSTNode],
                          deferred: list[cst.CSTNode]) -> cst.If | None:
-        """The main block, when the file is imported by others and every use of the device is in
-        that block or in a function only that block reaches."""
-        if not self.state.role.imported:
+        """The main block, when the file is imported by others (or is a module of a package, with a
+        demo below its library code) and every use of the device is in that block or in a
+        function only that block reaches."""
+        if not (self.state.role.imported or self.state.role.in_package):
             return None
         guards = [s for s in module.body if is_main_guard(s)]
         if len(guards) != 1 or any(s is not guards[0] for s in immediate):

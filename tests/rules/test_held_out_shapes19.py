@@ -208,3 +208,154 @@ def test_a_method_called_before_its_model_moves_takes_no_device_from_its_paramet
     """)
     assert "parameters()" not in result.output
     assert "before it moves the model" in " ".join(f.message for f in result.findings if not f.fixed)
+
+
+def test_an_accumulator_of_values_brought_to_the_host_stays_there():
+    # practical-pytorch's seq2seq ``evaluate``: ``attn[i] += out.cpu().data``; ``attn`` got
+    # ``device=device`` and the in-place sum mixed devices.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(3, 3)
+        if torch.cuda.is_available():
+            model.cuda()
+
+
+        def evaluate(x, n=4):
+            attn = torch.zeros(n, 3)
+            for i in range(n):
+                attn[i] += model(x).squeeze(0).cpu().data
+            return attn
+    """)
+    assert "torch.zeros(n, 3)\n" in result.output
+
+
+def test_a_sum_over_a_loader_that_feeds_no_model_stays_on_the_cpu():
+    # deep-person-reid's attribute recognition: ``weights += y.sum(0)`` over the loader's CPU
+    # batches; ``weights`` got ``device=device``.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.ones(8, 3)), batch_size=4)
+        weights = torch.zeros(3)
+        for _, y in loader:
+            weights += y.sum(0)
+        criterion = nn.BCEWithLogitsLoss(weight=weights)
+        model = nn.Linear(4, 3).cuda()
+        criterion.cuda()
+        for x, y in loader:
+            criterion(model(x.cuda()), y.cuda()).backward()
+    """)
+    assert "weights = torch.zeros(3)\n" in result.output
+
+
+def test_a_loaded_model_run_by_library_code_keeps_its_load(tmp_path: Path):
+    # practical-pytorch's char-rnn ``generate.py``: ``decoder = torch.load(path)`` handed to its
+    # own ``generate``, which ``train.py`` imports (library code, given no device). The load got
+    # ``map_location=device`` and met the CPU input ``generate`` makes.
+    (tmp_path / "setup.py").write_text("")
+    script = tmp_path / "generate.py"
+    script.write_text(textwrap.dedent("""\
+        import sys
+        import torch
+
+
+        def generate(decoder, n=3):
+            x = torch.zeros(1, 2)
+            for _ in range(n):
+                x = decoder(x)
+            return x
+
+
+        if __name__ == "__main__":
+            decoder = torch.load(sys.argv[1], weights_only=False)
+            print(generate(decoder))
+    """))
+    (tmp_path / "train.py").write_text("import torch\nfrom generate import generate\n\n"
+                                       "print(generate(torch.nn.Linear(2, 2)))\n")
+    reports = list(process_files([str(script)], Config(), "diff", jobs=1))
+    assert not reports[0].changed
+
+
+def test_a_package_module_with_a_demo_keeps_its_device_in_the_demo(tmp_path: Path):
+    # pytorch-OpCounter's ``thop/fx_profile.py``: library code with a ``__main__`` demo; the
+    # shared device went to the module's top, between its imports.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (tmp_path / "setup.py").write_text("")
+    (package / "__init__.py").write_text("")
+    module = package / "profiler.py"
+    module.write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+
+        def count(mod, inp):
+            mod(inp)
+            return sum(p.numel() for p in mod.parameters())
+
+
+        if __name__ == "__main__":
+            net = nn.Linear(5, 3)
+            print(count(net, torch.randn(2, 5)))
+    """))
+    reports = list(process_files([str(module)], Config(), "diff", jobs=1))
+    assert '+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in reports[0].diff
+    assert "+device" not in reports[0].diff
+
+
+def test_a_gpu_list_set_after_the_authors_own_check_is_no_reason_to_report():
+    # deep-person-reid's scripts: ``use_gpu = torch.cuda.is_available()`` comes before
+    # ``os.environ["CUDA_VISIBLE_DEVICES"] = ...``; devmod said the file sets the list after the
+    # line it could not fix (two false reports). The DataParallel wrap keeps its guard.
+    _, result = run("""\
+        import os
+        import torch
+        import torch.nn as nn
+
+
+        def main(gpus):
+            use_gpu = torch.cuda.is_available()
+            if use_gpu and gpus:
+                os.environ["CUDA_VISIBLE_DEVICES"] = gpus
+            model = nn.Linear(4, 2)
+            if use_gpu:
+                model = nn.DataParallel(model).cuda()
+            return model
+    """)
+    assert _unfixed(result) == []
+    assert "    if use_gpu:\n        model = nn.DataParallel(model).to(device)" in result.output
+
+
+def test_a_batch_run_through_a_model_method_in_a_helper_moves_with_the_model():
+    # dlrm's ``tools/visualize.py``: the model moved in the main block, and the helper it is
+    # handed to runs ``net.apply_mlp(X, net.bot)`` on the loader's CPU batch.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bot = nn.Linear(4, 2)
+
+            def apply_mlp(self, x, layer):
+                return layer(x)
+
+
+        def inspect(net, loader):
+            for (X,) in loader:
+                print(net.apply_mlp(X, net.bot).detach().cpu().numpy())
+
+
+        if __name__ == "__main__":
+            net = Net()
+            inspect(net, DataLoader(TensorDataset(torch.randn(3, 4)), batch_size=3))
+    """)
+    assert "X = X.to(device)" in result.output
+    assert "net = Net().to(device)" in result.output

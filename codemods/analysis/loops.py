@@ -377,6 +377,9 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         return None
     names = plain_names(target)
     if names is None:
+        leaves = {n.value for n in walk(target) if isinstance(n, cst.Name) and n.value != "_"}
+        if moved_in(loop.body, leaves, device_names):
+            return None  # ``for step, ((y1, y2), _) in ...`` then ``y1 = y1.cuda(gpu)``: the author moves it
         return "the batch is unpacked into nested or starred names"
     if moved_in(loop.body, set(names), device_names):
         return None
@@ -413,7 +416,7 @@ def placed_by_its_loader(metadata: Mapping, loop: cst.For, loader: Loader, devic
             (a.keyword is not None and a.keyword.value == "device")
             or (isinstance(a.value, cst.Name) and a.value.value in device_names) for a in value.args)
     if loader.call is not None:
-        return with_device(loader.call)
+        return with_device(loader.call) or _items_placed_by_dataset(metadata, loader.call)
     source, _ = loader_source(metadata, loop.iter)
     if not isinstance(source, cst.Name):
         return False
@@ -429,6 +432,28 @@ def placed_by_its_loader(metadata: Mapping, loop: cst.For, loader: Loader, devic
     module = next(p for p in ancestors(metadata, function) if isinstance(p, cst.Module))
     calls = [c for c in nodes_of(module, cst.Call) if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
     return bool(calls) and all(with_device(argument_for(c, index, param.name.value)) for c in calls)
+
+
+def _items_placed_by_dataset(metadata: Mapping, loader: cst.Call) -> bool:
+    """``DataLoader(dataset)`` over an instance of a Dataset class of the file whose
+    ``__getitem__`` moves each item itself (whisper's LibriSpeech notebook: ``.to(self.device)``)."""
+    dataset = argument_for(loader, 0, "dataset")
+    if isinstance(dataset, cst.Call):
+        made: list = [dataset]  # ``DataLoader(Clips(), ...)``
+    elif isinstance(dataset, cst.Name):
+        scope = metadata[ScopeProvider].get(dataset)
+        made = [_assigned_value(metadata, getattr(a, "node", None)) for a in scope[dataset.value]] \
+            if scope is not None else []
+    else:
+        return False
+    if len(made) != 1 or not isinstance(made[0], cst.Call) or not isinstance(made[0].func, cst.Name):
+        return False
+    module = next(p for p in ancestors(metadata, loader) if isinstance(p, cst.Module))
+    for klass in (s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == made[0].func.value):
+        for method in klass.body.body:
+            if isinstance(method, cst.FunctionDef) and method.name.value == "__getitem__":
+                return any(isinstance(n, cst.Call) and method_call(n, *_MOVES) for n in walk(method.body))
+    return False
 
 
 def _through_numpy(metadata: Mapping, body: cst.BaseSuite, names: Sequence[str]) -> str | None:

@@ -366,3 +366,48 @@ def test_a_batch_run_through_a_model_method_in_a_helper_moves_with_the_model():
     """)
     assert "X = X.to(device)" in result.output
     assert "net = Net().to(device)" in result.output
+
+
+def test_a_nested_batch_the_author_moves_is_not_reported():
+    # Found by the regression of the model-method change (barlowtwins): ``model.forward(y1, y2)``
+    # now runs the model, and the loop's nested ``((y1, y2), _)`` was reported as unmovable though
+    # the author moves both halves.
+    _, result = run("""\
+        import torch
+
+
+        def train(model, loader, gpu):
+            for step, ((y1, y2), _) in enumerate(loader):
+                y1 = y1.cuda(gpu, non_blocking=True)
+                y2 = y2.cuda(gpu, non_blocking=True)
+                loss = model.forward(y1, y2)
+    """)
+    assert not [f for f in result.findings if f.code == "DM203"]
+
+
+def test_the_items_of_a_dataset_that_places_them_are_not_moved_again():
+    # Found by the same regression (whisper's LibriSpeech notebook): ``__getitem__`` moves each
+    # item to ``self.device``; ``model.decode(mels, options)`` gained ``mels = mels.to(DEVICE)``.
+    _, result = run("""\
+        import torch
+
+        DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+        class Clips(torch.utils.data.Dataset):
+            def __init__(self, device=DEVICE):
+                self.device = device
+
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                return torch.zeros(3).to(self.device), "text"
+
+
+        loader = torch.utils.data.DataLoader(Clips(), batch_size=2)
+        model = torch.nn.Linear(3, 3).to(DEVICE)
+        for clips, texts in loader:
+            print(model.decode(clips, None))
+    """)
+    assert "clips = clips.to" not in result.output

@@ -456,6 +456,17 @@ class DeviceLookup:
             and node.func.attr.value in ("cuda", "to") and isinstance(node.func.value, cst.Call) \
             and builds_model(self.metadata, node.func.value, self.facts)
 
+    def _in_a_plain_container(self, node: cst.CSTNode) -> bool:
+        """Inside a list, tuple or dict (literal or comprehension) that no ``nn.ModuleList(...)``
+        (or any other call) wraps."""
+        for parent in ancestors(self.metadata, node):
+            if isinstance(parent, (cst.List, cst.ListComp, cst.Tuple, cst.Dict, cst.DictComp)):
+                return not any(isinstance(a, cst.Call) for a in ancestors(self.metadata, parent)
+                               if not isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Module)))
+            if isinstance(parent, (cst.Call, cst.SimpleStatementLine)) and parent is not node:
+                return False
+        return False
+
     def why_no_device(self, node: cst.CSTNode) -> str:
         """A one-line reason for a report where ``expression_for`` gave None."""
         kind = self.place(node).kind
@@ -476,6 +487,10 @@ class DeviceLookup:
             # telling its author the line is in __init__ is a false report.
             method = self._model_method(node)
             name = method.name.value if method is not None else "?"
+            if name == "__init__" and self._moves_a_new_module(node) and self._in_a_plain_container(node):
+                return ("this runs in a model's __init__, and the module is kept in a plain list or dict, which "
+                        "model.to(device) does not see; keep it in an nn.ModuleList (or nn.ModuleDict) and drop "
+                        "the move")  # DomainBed's ``self.clist = [nn.Linear(...).cuda() for ...]``
             if name == "__init__" and self._moves_a_new_module(node):
                 return ("this runs in a model's __init__; drop the move: a sub-module built here moves with "
                         "the model's own model.to(device)")  # SPADE's ``self.vgg = VGG19().cuda()``

@@ -41,6 +41,9 @@ from .tree import ancestors, code_of, in_source_order, line_of, nodes_of, walk
 _DATASET_STORAGE = frozenset({"data", "targets", "tensors", "train_data", "train_labels", "test_data",
                               "test_labels"})
 # Methods that keep a tensor a tensor on the same device (climbed through in both directions).
+# Functions whose result lives where their one argument does.
+_SAME_DEVICE_WRAPPERS = frozenset({"Variable", "autograd.Variable", "torch.autograd.Variable", "deepcopy",
+                                   "copy.deepcopy"})
 _SAME_DEVICE_METHODS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "detach", "clone",
                                   "view", "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous",
                                   "flatten", "argmax", "argmin", "max", "min", "sum", "mean", "softmax",
@@ -700,6 +703,26 @@ class _GroupFinder:
         target = self._reaching_binding(root)
         if target is None:
             self._note_unpacked_arguments(root)
+        for carried in self._loop_carried(root, target):
+            # ``state = ...`` at the end of the loop body: the value the next pass runs the model on
+            self._consider_binding(carried, found)
+        self._consider_binding(target, found)
+
+    def _loop_carried(self, use: cst.Name, reaching: cst.Name | None) -> list[cst.Name]:
+        """For a read at the top of a loop body, the bindings of the same name further down that
+        body (the last of them is what the next pass reads): ``for t in ...: net(state); ...;
+        state = torch.from_numpy(s).float()``."""
+        loop = next((a for a in ancestors(self.metadata, use) if isinstance(a, (cst.For, cst.While))), None)
+        if loop is None:
+            return []
+        line = line_of(self.metadata, use)
+        inside = set(map(id, walk(loop.body)))
+        later = [b.node for b in scope_bindings(self.metadata[ScopeProvider].get(use), use.value)
+                 if isinstance(b.node, cst.Name) and b.node is not reaching and id(b.node) in inside
+                 and line_of(self.metadata, b.node) > line]
+        return [max(later, key=lambda n: line_of(self.metadata, n))] if later else []
+
+    def _consider_binding(self, target: cst.Name | None, found: dict[int, HeldOut]) -> None:
         if target is None or (self.packs and "len" in target.value.lower()):
             return  # ``pack_padded_sequence`` wants its lengths on the CPU
         holder = self.parents.get(target)
@@ -989,6 +1012,12 @@ class _GroupFinder:
                 return None  # named in a nested block: maybe bound there, no single answer
         mine = [t for t in targets if self._iterated(t) is not None
                 and any(a is loop for a in ancestors(self.metadata, t))]
+        bound_by_loop = any(t is loop.target or any(a is loop.target for a in ancestors(self.metadata, t))
+                            for t in targets)
+        if not mine and not bound_by_loop:
+            # the first pass reads what was bound above the loop (later passes: ``_loop_carried``)
+            outside = [t for t in targets if not any(a is loop for a in ancestors(self.metadata, t))]
+            return dominating_binding_above(self.metadata, loop, outside) if outside else None  # type: ignore[arg-type]
         return mine[0] if len(mine) == 1 else None
 
     def _in_loop(self, node: cst.CSTNode) -> bool:
@@ -1223,6 +1252,9 @@ def _data_root(expr: cst.BaseExpression) -> cst.BaseExpression:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value in _SAME_DEVICE_METHODS:
             node = node.func.value
+        elif isinstance(node, cst.Call) and dotted(node.func) in _SAME_DEVICE_WRAPPERS \
+                and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+            node = node.args[0].value  # ``Variable(state)``, ``deepcopy(state)``: where ``state`` is
         elif isinstance(node, cst.Subscript):
             node = node.value
         elif isinstance(node, cst.Attribute) and node.attr.value == "data":

@@ -13,7 +13,7 @@ from libcst.metadata import Assignment, ComprehensionScope, GlobalScope, ParentN
 
 from .loops import find_loader
 from .names import dotted, keyword, positional, qualified_names
-from .roles import factory_name
+from .roles import MODULE_API, factory_name
 from .scopes import assigned_value, scope_bindings
 from .tree import ancestors, in_source_order, line_of, walk
 
@@ -124,6 +124,25 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
                 access.scope is not scope or start < line_of(metadata, access.node) <= end):
             uses.append(access.node)
     return in_source_order(metadata, uses)  # type: ignore[return-value]
+
+
+def runs_only_through_its_methods(metadata: Mapping, name: cst.Name) -> bool:
+    """A loaded object that is never called itself (``model(x)``, ``model.forward(x)``) but runs
+    through a method of its own class (spinningup's ``model.act(obs)``): a class devmod cannot
+    see, whose method may hand its results to NumPy, so it stays where it was saved."""
+    parents = metadata[ParentNodeProvider]
+    methods = False
+    for use in uses_of_binding(metadata, name):
+        parent = parents.get(use)
+        if isinstance(parent, cst.Call) and parent.func is use:
+            return False
+        call = parents.get(parent)
+        if isinstance(parent, cst.Attribute) and parent.value is use and isinstance(call, cst.Call) \
+                and call.func is parent:
+            if parent.attr.value == "forward":
+                return False
+            methods = methods or parent.attr.value not in MODULE_API
+    return methods
 
 
 def checked_for_none(metadata: Mapping, name: cst.Name) -> bool:

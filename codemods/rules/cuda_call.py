@@ -66,6 +66,14 @@ class CudaCall(Rule):
                                  if n.args and "torch.cuda.set_device" in qualified_names(self.metadata, n.func)}
         return code_of(index) in self._set_devices
 
+    def _callers_index(self, index: cst.BaseExpression) -> bool:
+        """``def copy_to(obj, dev): return obj.cuda(dev)``: the GPU is the caller's to choose
+        (a DataParallel scatter hands in its device ids), as a ``device`` parameter would be."""
+        if not isinstance(index, cst.Name):
+            return False
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(index), index.value)
+        return len(bindings) == 1 and isinstance(bindings[0].node, cst.Param)
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not method_call(original_node, "cuda") or self._is_torch_cuda_module(original_node):
             return updated_node
@@ -83,7 +91,8 @@ class CudaCall(Rule):
             # ``if args.gpu is not None: x.cuda(args.gpu)``: the user's own switch on that very index
             # already keeps the CPU run on the CPU, as ``if args.gpu: x.cuda()`` does; correct code.
             if not (self._gated_on(original_node, original_node.args[0]) or gpu_only(self.metadata, original_node)
-                    or self._set_device_to(original_node.args[0].value)):
+                    or self._set_device_to(original_node.args[0].value)
+                    or self._callers_index(original_node.args[0].value)):
                 self.report(original_node, "`.cuda(index)` puts this on that GPU whatever the run (a CPU-only run fails "
                                            "here); use the device the program chose (per rank, or by its own switch) "
                                            "with `.to(device)`")

@@ -53,7 +53,7 @@ from ..analysis.loops import find_loader, packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import DTYPES, checked_for_none, passes_itself, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+from ..analysis.tensors import DTYPES, checked_for_none, passes_itself, runs_only_through_its_methods, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
     filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
     scalar_operand
 from .base import Invalid, Rule, Valid
@@ -615,7 +615,30 @@ class FactoryDevice(Rule):
             if isinstance(callee.func, cst.Attribute) and isinstance(callee.func.value, cst.Name) \
                     and self._pinned_to_cpu(callee.func.value):
                 return True  # ``policy.act(obs, hxs)`` of a policy loaded with ``map_location="cpu"``
+            if isinstance(callee.func, cst.Attribute) and isinstance(callee.func.value, cst.Name) \
+                    and (self._made_by_a_parameter(callee.func.value) or self._loaded_as_saved(callee.func.value)):
+                return True  # ``ac = actor_critic()`` (a class handed in), never moved: ``ac.act(obs)``
         return False
+
+    def _loaded_as_saved(self, name: cst.Name) -> bool:
+        """``model = torch.load(path)`` that DM302 leaves where it was saved, because it runs only
+        through a method of a class devmod cannot see (``model.act(obs)``)."""
+        value = only_assigned_value(self.metadata, name)
+        target = only_binding(self.metadata, name)
+        return isinstance(value, cst.Call) and "torch.load" in qualified_names(self.metadata, value.func) \
+            and keyword(value, "map_location") is None and isinstance(target, cst.Name) \
+            and runs_only_through_its_methods(self.metadata, target)
+
+    def _made_by_a_parameter(self, name: cst.Name) -> bool:
+        """``def run(actor_critic=Policy): ac = actor_critic()``: a model built by a class the
+        function is handed (spinningup), which nothing moves; its inputs stay with it."""
+        value = only_assigned_value(self.metadata, name)
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return False
+        bindings = scope_bindings(self.metadata[ScopeProvider].get(value.func), value.func.value)
+        if len(bindings) != 1 or not isinstance(bindings[0].node, cst.Param):
+            return False
+        return not any(moves_itself_somewhere(self.metadata, use) for use in uses_of(self.metadata, name))
 
     def _pinned_to_cpu(self, name: cst.Name) -> bool:
         return pinned_to_cpu(self.metadata, name)

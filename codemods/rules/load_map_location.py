@@ -44,7 +44,7 @@ from ..analysis.names import dotted, keyword, method_call, positional, qualified
 from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind, assigned_value, only_binding, scope_bindings
 from ..analysis.tree import ancestors, nodes_of, walk
-from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
+from ..analysis.tensors import assigned_name, bound_before, runs_only_through_its_methods, uses_of_binding
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
 
@@ -101,6 +101,10 @@ class LoadMapLocation(Rule):
             return updated_node  # the data moves only when the user asks: so did the model it saved
         if not isinstance(device, cst.SimpleString) and self._run_where_nothing_moves(original_node):
             return updated_node  # its inputs are made where devmod places nothing: they would not follow
+        loaded = assigned_name(self.metadata, original_node)
+        if not isinstance(device, cst.SimpleString) and loaded is not None \
+                and runs_only_through_its_methods(self.metadata, loaded):
+            return updated_node  # ``model.act(obs)`` of a pickled class devmod cannot see: left where it was saved
         if isinstance(device, cst.SimpleString) and (self._used_as_loaded(original_node)
                                                      or self._handed_on_as_loaded(original_node)):
             return updated_node  # (an EMA shadow kept as restored, used beside the model's parameters)

@@ -355,6 +355,8 @@ class ModelToDevice(Rule):
             if node is use:
                 return False  # called, handed to a call, returned, ...: it may run
             if isinstance(parent, cst.Call) and parent.func is node:
+                if isinstance(node, cst.Attribute) and node.attr.value == "load_state_dict":
+                    continue  # ``net[0].load_state_dict(...)``: weights come in, nothing runs (a converter)
                 if not (isinstance(node, cst.Attribute) and node.attr.value == "state_dict"):
                     return False  # ``donor.features(x)``, ``donor.eval()``: its parts may run
                 donated = True

@@ -27,7 +27,7 @@ from typing import Callable, Mapping
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from .loops import batch_plan, find_loader, packs_sequences
+from .loops import batch_plan, find_loader, moved_in, packs_sequences
 from .pinned import pinned_to_cpu
 from .names import dotted, qualified_names
 from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_callee, is_model_callee, \
@@ -125,7 +125,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                  cpu_resident: frozenset[str] = frozenset(),
                  self_placing: frozenset[str] = frozenset(),
                  list_collators: frozenset[str] = frozenset(),
-                 host_methods: frozenset[str] = frozenset()) -> dict[cst.Assign, Group]:
+                 host_methods: frozenset[str] = frozenset(),
+                 in_library: Callable[[cst.CSTNode], bool] = lambda node: True) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
     ``helpers``: the project's functions that return host tensors. ``numpy_fixed``: DM303 is
@@ -164,7 +165,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         # an input moved where it is used needs a device there too, or the model moves alone
         groups[statement].unplaceable_inline = [line_of(metadata, e) for e in groups[statement].inline
                                                 if not placeable(e)]
-    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable, list_collators)
+    _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable, list_collators,
+                   in_library)
     _block_together(groups, _parts(metadata, groups))
     return groups
 
@@ -195,7 +197,8 @@ def _moves_itself(facts: ClassFacts, built: cst.Call, self_placing: frozenset[st
 
 def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],
                    device_names: frozenset[str], packs: bool, placeable: Callable[[cst.CSTNode], bool],
-                   collators: frozenset[str] = frozenset()) -> None:
+                   collators: frozenset[str] = frozenset(),
+                   in_library: Callable[[cst.CSTNode], bool] = lambda node: True) -> None:
     """``for g, labels in loader: model(g, g.ndata["feat"])`` with a batch devmod cannot move
     (DM203 reports it), or a loop in library code, where devmod adds no device: the models fed
     there, directly or handed to the loop's function (``train(model, loader)``), stay with
@@ -210,17 +213,46 @@ def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, gro
             continue
         loader = find_loader(metadata, loop.iter, collators)
         if loader is None:
+            handed = _items_handed_with_a_model(metadata, module, loop, device_names)
+            if handed is not None:
+                for group in models_fed(metadata, module, loop, groups):
+                    group.stuck_batches.append(
+                        f"the loop at line {line_of(metadata, loop)} hands its items with the model to "
+                        f"`{handed}`, and devmod does not know where they come from")
             continue
         fed = models_fed(metadata, module, loop, groups)
         if not fed:
             continue
         why = batch_plan(metadata, loop, loader, is_model, set(device_names), packs)
         if why is not None and not placeable(loop):
-            why = "it is in library code, where devmod adds no device"
+            why = "it is in library code, where devmod adds no device" if in_library(loop) else \
+                "devmod has no device there (a function that takes no device and runs no model itself)"
         if isinstance(why, str):
             for group in fed:
                 group.stuck_batches.append(f"devmod cannot move the batch of the loop at line "
                                            f"{line_of(metadata, loop)}: {why}")
+
+
+def _items_handed_with_a_model(metadata: Mapping, module: cst.Module, loop: cst.For,
+                               device_names: frozenset[str]) -> str | None:
+    """``for j, (X, T) in enumerate(data_ld): wrap(dlrm, X, T)`` over something devmod does not
+    know as a loader: the items go, unmoved, to a function of the file together with another
+    value (the model). The function's name, or None."""
+    source = loop.iter
+    if isinstance(source, cst.Call) and dotted(source.func) == "enumerate" and source.args:
+        source = source.args[0].value
+    if not isinstance(source, (cst.Name, cst.Attribute)):
+        return None  # ``range(3)``, a literal, a call: steps and numbers, or values devmod sees elsewhere
+    items = {n.value for n in walk(loop.target) if isinstance(n, cst.Name)}
+    if not items or moved_in(loop.body, items, set(device_names)):
+        return None
+    functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    for node in walk(loop.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in functions:
+            names = [a.value.value for a in node.args if isinstance(a.value, cst.Name)]
+            if any(n in items for n in names) and any(n not in items for n in names):
+                return node.func.value
+    return None
 
 
 def models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Mapping[cst.Assign, Group]) -> list[Group]:
@@ -239,10 +271,13 @@ def models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Map
             elif isinstance(binding.node, cst.Param):
                 add_arguments(binding.node)
 
+    followed: set[int] = set()
+
     def add_arguments(param: cst.Param) -> None:
         function = next((a for a in ancestors(metadata, param) if isinstance(a, cst.FunctionDef)), None)
-        if function is None:
+        if function is None or id(param) in followed:
             return
+        followed.add(id(param))
         index = next((i for i, p in enumerate(function.params.params) if p is param), None)
         for call in nodes_of(module, cst.Call):
             if not (isinstance(call.func, cst.Name)
@@ -253,11 +288,7 @@ def models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Map
             if given is None and index is not None and index < len(plain):
                 given = plain[index].value
             if isinstance(given, cst.Name):
-                for binding in scope_bindings(scopes.get(given), given.value):
-                    if isinstance(binding.node, cst.Name):
-                        group = groups.get(parents.get(parents.get(binding.node)))  # type: ignore[arg-type]
-                        if group is not None and group not in found:
-                            found.append(group)
+                add_bound(given)  # a model bound there, or handed on from a caller again (dlrm's visualize.py)
 
     for node in walk(loop.body):
         if isinstance(node, cst.Call):
@@ -266,6 +297,9 @@ def models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Map
                 and node.args else node.func
             if isinstance(func, cst.Name):
                 add_bound(func)
+            for arg in node.args:  # ``wrap(dlrm, X)``: the model handed on with the batch
+                if isinstance(arg.value, cst.Name) and arg.keyword is None and not arg.star:
+                    add_bound(arg.value)
     return found
 
 

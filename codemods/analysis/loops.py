@@ -98,7 +98,7 @@ def _collates_into_lists(loader: cst.Call, collators: frozenset[str]) -> bool:
     return name is not None and (name in collators or "." in name and name.rsplit(".", 1)[-1] in collators)
 
 
-def _loader_name(metadata: Mapping, name: cst.Name) -> cst.Call | bool | None:
+def _loader_name(metadata: Mapping, name: cst.Name, depth: int = 0) -> cst.Call | bool | None:
     """The ``DataLoader(...)`` a name was assigned from; True for another sure loader; None when
     the name is not one, or when something else (``accelerator.prepare``) places its batches."""
     scope = metadata[ScopeProvider].get(name)
@@ -108,7 +108,7 @@ def _loader_name(metadata: Mapping, name: cst.Name) -> cst.Call | bool | None:
     for assignment in scope[name.value]:
         node = getattr(assignment, "node", None)
         if isinstance(node, cst.Param):
-            found = found or _loader_param(node)
+            found = found or _loader_param(node) or _given_a_loader(metadata, node, depth)
             continue
         value = _assigned_value(metadata, node)
         if value is None:
@@ -134,6 +134,24 @@ def _assigned_value(metadata: Mapping, target: cst.CSTNode | None) -> cst.BaseEx
             return None
         current = parent
     return None
+
+
+def _given_a_loader(metadata: Mapping, param: cst.Param, depth: int) -> bool:
+    """``def collect(net, data_ld)`` that a call in the file hands a loader (dlrm's visualize.py,
+    through two functions): a loader under another name."""
+    function = next((a for a in ancestors(metadata, param) if isinstance(a, cst.FunctionDef)), None)
+    if function is None or depth >= 3 or param not in function.params.params:
+        return False
+    index = list(function.params.params).index(param)
+    module = next(p for p in ancestors(metadata, function) if isinstance(p, cst.Module))
+    for call in nodes_of(module, cst.Call):
+        if isinstance(call.func, cst.Name) and call.func.value == function.name.value:
+            given = argument_for(call, index, param.name.value)
+            if isinstance(given, cst.Call) and is_loader_constructor(metadata, given):
+                return True
+            if isinstance(given, cst.Name) and _loader_name(metadata, given, depth + 1):
+                return True
+    return False
 
 
 def _loader_param(param: cst.Param) -> bool:

@@ -151,7 +151,8 @@ class Rule(VisitorBasedCodemodCommand):
                                   loops=self.state.role.training_loops, cpu_resident=self.state.role.cpu_resident,
                                   self_placing=self.state.role.self_placing,
                                   list_collators=self.state.role.list_collators,
-                                  host_methods=self.state.role.host_methods)
+                                  host_methods=self.state.role.host_methods,
+                                  in_library=self.devices.in_library_code)
             cached = self.state.groups = (self.tree, groups)
         return cached[1]
 

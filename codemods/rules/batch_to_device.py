@@ -46,7 +46,7 @@ from ..analysis.devices import DEVICE_LIKE_NAMES
 from ..analysis.loops import Loader, batch_plan, find_loader
 from ..analysis.names import argument_for, keyword_arg
 from ..analysis.pinned import pinned_to_cpu
-from ..analysis.groups import blocked_callee
+from ..analysis.groups import blocked_callee, models_fed
 from ..analysis.roles import is_loss_callee, is_model_callee, is_model_method_call, model_variables, raw_weight_functions
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tree import nodes_of, walk
@@ -120,6 +120,8 @@ class BatchToDevice(Rule):
             return False  # ``model.to("cpu")  # on purpose``: its batches stay with it
         if self.devices.local_device(loop):
             return True
+        if models_fed(self.metadata, self.tree, loop, groups):
+            return True  # a model of the file handed in, also through the functions it is handed on to
         for node in walk(loop.body):
             if isinstance(node, cst.Call):
                 if self._is_model(node.func) or is_loss_callee(node.func) \

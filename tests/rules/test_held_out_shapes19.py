@@ -411,3 +411,49 @@ def test_the_items_of_a_dataset_that_places_them_are_not_moved_again():
             print(model.decode(clips, None))
     """)
     assert "clips = clips.to" not in result.output
+
+
+def test_items_of_an_unknown_iterable_handed_on_with_the_model_hold_it_back(tmp_path: Path):
+    # dlrm's ``tools/visualize.py`` as the rerun found it: the model moves in the main block and is
+    # handed on through two functions to ``for j, (X, T) in enumerate(data_ld): wrap(net, X, T)``,
+    # over loaders another module makes; nothing moved the items.
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "netmod.py").write_text(textwrap.dedent("""\
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bot = nn.Linear(4, 2)
+
+            def apply_mlp(self, x, layer):
+                return layer(x)
+    """))
+    script = tmp_path / "vis.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        import data_utils
+        from netmod import Net
+
+
+        def wrap(net, X, T):
+            return net.apply_mlp(X, net.bot)[0].detach().cpu().numpy()
+
+
+        def analyze(net, train_ld):
+            out = []
+            for j, (X, T) in enumerate(train_ld):
+                out.append(wrap(net, X, T))
+            return out
+
+
+        if __name__ == "__main__":
+            net = Net()
+            train_ld = data_utils.make_loaders()
+            print(analyze(net=net, train_ld=train_ld))
+    """))
+    reports = list(process_files([str(script)], Config(), "diff", jobs=1))
+    assert not reports[0].changed
+    assert [f.code for f in reports[0].findings if not f.fixed] == ["DM202"]
+    assert "hands its items with the model to `wrap`" in reports[0].findings[-1].message

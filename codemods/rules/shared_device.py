@@ -163,8 +163,8 @@ class SharedDevice(Rule):
         """The main block, when the file is imported by others (or is a module of a package, with a
         demo below its library code) and every use of the device is in that block or in a
         function only that block reaches."""
-        if not (self.state.role.imported or self.state.role.in_package):
-            return None
+        if not (self.state.role.imported or self.state.role.in_package and not deferred):
+            return None  # (a package module's functions may be called from outside the project)
         guards = [s for s in module.body if is_main_guard(s)]
         if len(guards) != 1 or any(s is not guards[0] for s in immediate):
             return None

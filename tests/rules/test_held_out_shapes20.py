@@ -3,7 +3,13 @@ fails on the code before its fix (1af8b7c)."""
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 from all_rules_support import rewrite as run
+
+from codemods.config import Config
+from codemods.driver import process_files
 
 
 def _unfixed(result) -> list[str]:
@@ -168,3 +174,33 @@ def test_a_pickled_model_run_only_through_its_own_method_stays_where_it_was_save
             print(load_policy(sys.argv[1])([0.0, 1.0, 2.0]))
     """)
     assert result.output == result.source
+
+
+def test_a_package_module_whose_functions_use_the_device_defines_it_at_its_top(tmp_path: Path):
+    # spinningup's ``spinup/utils/test_policy.py`` (found on a build between the runs): the device
+    # went into the ``__main__`` block while ``load_policy`` reads it, so importing the module and
+    # calling the function raised NameError.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (tmp_path / "setup.py").write_text("")
+    (package / "__init__.py").write_text("")
+    module = package / "loader.py"
+    module.write_text(textwrap.dedent("""\
+        import torch
+
+
+        def load_policy(fname):
+            model = torch.load(fname, weights_only=False)
+
+            def get_action(x):
+                return model(torch.as_tensor(x, dtype=torch.float32))
+
+            return get_action
+
+
+        if __name__ == "__main__":
+            import sys
+            print(load_policy(sys.argv[1])([0.0, 1.0, 2.0]))
+    """))
+    reports = list(process_files([str(module)], Config(), "diff", jobs=1))
+    assert '+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in reports[0].diff

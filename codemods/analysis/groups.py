@@ -246,7 +246,11 @@ def _items_handed_with_a_model(metadata: Mapping, module: cst.Module, loop: cst.
     items = {n.value for n in walk(loop.target) if isinstance(n, cst.Name)}
     if not items or moved_in(loop.body, items, set(device_names)):
         return None
-    functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    # A function that moves something itself (``inputs.cuda()`` in char-rnn's ``predict``) places
+    # what it makes of the items: only one that moves nothing leaves them where they are.
+    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)
+                 and not any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                             and n.func.attr.value in ("to", "cuda") for n in walk(s.body))}
     for node in walk(loop.body):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in functions:
             names = [a.value.value for a in node.args if isinstance(a.value, cst.Name)]

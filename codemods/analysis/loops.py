@@ -173,6 +173,8 @@ def _sample_tensors(metadata: Mapping, value: cst.BaseExpression) -> bool:
         return False
     call = value.elt
     while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+        if call.func.attr.value in _MOVES:
+            return False  # ``[torch.tensor(y).to(device) for y in ys]``: placed already
         call = call.func.value
     return factory_name(metadata, call) is not None and keyword(call, "device") is None  # type: ignore[arg-type]
 

@@ -141,8 +141,13 @@ def runs_only_through_its_methods(metadata: Mapping, name: cst.Name) -> bool:
                 and call.func is parent:
             if parent.attr.value == "forward":
                 return False
+            if parent.attr.value in _CONTAINER_METHODS:
+                return False  # ``ckpt.pop("hparams")``: a checkpoint dict, not a model
             methods = methods or parent.attr.value not in MODULE_API
     return methods
+
+
+_CONTAINER_METHODS = frozenset({"pop", "get", "keys", "items", "values", "update", "setdefault", "copy"})
 
 
 def checked_for_none(metadata: Mapping, name: cst.Name) -> bool:

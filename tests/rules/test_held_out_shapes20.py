@@ -204,3 +204,49 @@ def test_a_package_module_whose_functions_use_the_device_defines_it_at_its_top(t
     """))
     reports = list(process_files([str(module)], Config(), "diff", jobs=1))
     assert '+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in reports[0].diff
+
+
+def test_characters_handed_to_a_function_that_places_its_tensors_hold_nothing_back():
+    # Found by the regression of the handed-items rule (udacity's char-RNN notebook): ``for ch in
+    # prime: predict(net, ch, h)``, where ``predict`` moves the tensor it makes of ``ch`` itself.
+    _, result = run("""\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        train_on_gpu = torch.cuda.is_available()
+
+
+        def predict(net, char, h):
+            inputs = torch.from_numpy(np.array([[ord(char)]]))
+            if train_on_gpu:
+                inputs = inputs.cuda()
+            return net(inputs.float()), h
+
+
+        def sample(net, prime="The"):
+            h = None
+            for ch in prime:
+                out, h = predict(net, ch, h)
+            return out
+
+
+        net = nn.Linear(1, 1)
+        print(sample(net))
+    """)
+    assert [f.code for f in result.findings if not f.fixed] == []
+
+
+def test_a_checkpoint_dict_read_with_pop_still_gets_its_map_location():
+    # Found by the same regression (DALLE-pytorch's ``generate.py``): ``load_obj.pop("hparams")`` is
+    # a dict method, not a model's; the load lost its ``map_location``.
+    _, result = run("""\
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        load_obj = torch.load("dalle.pt")
+        params, weights = load_obj.pop("hparams"), load_obj.pop("weights")
+        print(params, weights.keys())
+    """)
+    assert 'torch.load("dalle.pt", map_location=device)' in result.output
+

@@ -692,9 +692,13 @@ def _converted_to_tensors(function: cst.FunctionDef) -> set[str]:
     found = set()
     for node in walk(function.body):
         if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None \
-                and isinstance(node.args[0].value, cst.Name) \
                 and (dotted(node.func) or "").rsplit(".", 1)[-1] in _TENSOR_FROM_DATA:
-            found.add(node.args[0].value.value)
+            data = node.args[0].value
+            while isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) \
+                    and data.func.attr.value in ("astype", "tolist", "copy"):
+                data = data.func.value  # ``torch.from_numpy(seqs.astype("int64"))`` (torchMoji): an array
+            if isinstance(data, cst.Name):
+                found.add(data.value)
     return found
 
 

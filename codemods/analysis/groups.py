@@ -71,6 +71,10 @@ _TENSORS_OF_A_PART = frozenset({"data", "weight", "bias", "grad"})
 _CPU_DATA_LIBRARIES = ("torchvision.transforms", "torchvision.io", "torchaudio", "PIL", "transformers",
                        "tokenizers", "cv2", "librosa", "skimage", "imageio", "datasets", "dgl", "torch_geometric",
                        "torchfile", "torch.utils.serialization")
+# NumPy calls that make an array (not a scalar such as ``np.sqrt(2)``): a model handed one makes
+# its own CPU tensor of it.
+_NUMPY_ARRAYS = frozenset(f"numpy.{n}" for n in ("array", "asarray", "load", "zeros", "ones", "empty", "full",
+                                                  "stack", "concatenate", "vstack", "hstack", "arange"))
 
 
 @dataclass
@@ -755,6 +759,8 @@ class _GroupFinder:
             return []
         line = line_of(self.metadata, use)
         inside = set(map(id, walk(loop.body)))
+        if reaching is not None and id(reaching) in inside and line_of(self.metadata, reaching) < line:
+            return []  # ``obs = torch.Tensor(obs)`` above the use in the body: the pass's own value
         later = [b.node for b in scope_bindings(self.metadata[ScopeProvider].get(use), use.value)
                  if isinstance(b.node, cst.Name) and b.node is not reaching and id(b.node) in inside
                  and line_of(self.metadata, b.node) > line]
@@ -934,6 +940,8 @@ class _GroupFinder:
             made_by = only_assigned_value(self.metadata, node.func)
             if isinstance(made_by, cst.Call):
                 names = qualified_names(self.metadata, made_by.func)
+        if names & _NUMPY_ARRAYS or any(n.startswith("numpy.random.") for n in names):
+            return "NumPy"
         found = sorted(_library_names(names))
         return next((lib for lib in _CPU_DATA_LIBRARIES if found and found[0].startswith(lib)), None)
 

@@ -614,6 +614,9 @@ class LegacyCuda(Rule):
         parent = parents.get(node)
         if isinstance(parent, cst.Call) and parent.func is node:
             return  # a constructor: leave_Call
+        while isinstance(parent, cst.Element) and isinstance(parents.get(parent), cst.Tuple) \
+                and isinstance(parents.get(parents.get(parent)), cst.Arg):
+            parent = parents.get(parents.get(parent))  # ``isinstance(x, (torch.LongTensor, torch.cuda.LongTensor))``
         if isinstance(parent, cst.Arg):
             call = parents.get(parent)
             if isinstance(call, cst.Call) and (method_call(call, "type") or "set_default_tensor_type" in (

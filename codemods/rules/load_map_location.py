@@ -44,7 +44,8 @@ from ..analysis.names import dotted, keyword, method_call, positional, qualified
 from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind, assigned_value, only_binding, scope_bindings
 from ..analysis.tree import ancestors, nodes_of, walk
-from ..analysis.tensors import assigned_name, bound_before, runs_only_through_its_methods, uses_of_binding
+from ..analysis.tensors import assigned_name, bound_before, flows_only_to_cpu_name, runs_only_through_its_methods, \
+    uses_of_binding
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
 
@@ -260,6 +261,9 @@ class LoadMapLocation(Rule):
         # never a new global ``device`` (``load_state_dict`` copies to the model anyway).
         if self._only_converted(node):
             return cpu
+        loaded = assigned_name(self.metadata, node)
+        if loaded is not None and flows_only_to_cpu_name(self.metadata, loaded):
+            return cpu  # ``indices = torch.load(f)`` for a ``SubsetRandomSampler``: data stays on the CPU
         device = self.devices.expression_for(node, replaces_cuda=not self.devices.in_library_code(node))
         if not isinstance(device, cst.Name) or not bound_before(self.metadata, node, device.value):
             return cpu

@@ -501,6 +501,12 @@ class DeviceLookup:
                 return (f"this runs in the model's static or class method `{name}`, which has no model to read "
                         "the device from; use the device of the tensors it works on (e.g. `x.device`) or pass "
                         "one in")
+            receiver = _instance_parameter(method) if method is not None else None
+            if receiver is not None and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and isinstance(node.func.value, cst.Name) and node.func.value.value == receiver:
+                return (f"`{receiver}.cuda()` in the model method `{name}` moves the model itself, and its own "
+                        "parameters cannot say where it should go; pass the device in and use "
+                        f"`{receiver}.to(device)`")
             klass = next((a for a in ancestors(self.metadata, node) if isinstance(a, cst.ClassDef)), None)
             if method is not None and klass is not None and self.module is not None \
                     and _called_before_moved(self.metadata, self.module, klass, method):
@@ -628,10 +634,14 @@ def _moves_its_parameters(function: cst.FunctionDef) -> bool:
 
 
 def _moves_own_part(node: cst.CSTNode | None, receiver: str) -> bool:
-    """``self.net.cuda()``: a move of one of the model's own attributes."""
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-        and isinstance(node.func.value, cst.Attribute) and isinstance(node.func.value.value, cst.Name) \
-        and node.func.value.value.value == receiver
+    """``self.net.cuda()``: a move of one of the model's own attributes; or ``self.cuda()``, of
+    the model itself (to its own parameters' device, it would stay where it is)."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return False
+    moved = node.func.value
+    if isinstance(moved, cst.Name) and moved.value == receiver:
+        return True
+    return isinstance(moved, cst.Attribute) and isinstance(moved.value, cst.Name) and moved.value.value == receiver
 
 
 def _used_as_container(function: cst.FunctionDef, name: str) -> bool:

@@ -98,3 +98,52 @@ def test_loaded_indices_for_a_sampler_stay_on_the_cpu():
             net(x.cuda())
     """)
     assert 'torch.load("valid_indices.pth", map_location="cpu")' in result.output
+
+
+def test_a_cpu_demo_that_imports_torch_in_its_main_block_is_not_reported():
+    # RepDistiller's ``models/resnet.py`` demo: ``import torch`` inside the main block, all on the CPU.
+    # devmod could not define the device there and reported three placements (false reports).
+    _, result = run("""\
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        if __name__ == "__main__":
+            import torch
+
+            x = torch.randn(2, 4)
+            net = Net()
+            print(net(x).shape)
+    """)
+    assert result.findings == []
+
+
+def test_a_model_moving_itself_in_its_method_is_reported_not_moved_to_itself():
+    # temperature_scaling's ``set_temperature``: ``self.cuda()`` became ``self.to(next(self.parameters())
+    # .device)``, a move to where the model already is.
+    _, result = run("""\
+        import torch
+        from torch import nn
+
+
+        class Scaled(nn.Module):
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+                self.t = nn.Parameter(torch.ones(1))
+
+            def fit(self, loader):
+                self.cuda()
+                for x in loader:
+                    print(self.model(x.cuda()) / self.t)
+    """)
+    assert "self.to(next(self.parameters()).device)" not in result.output
+    assert "moves the model itself" in " ".join(f.message for f in result.findings if not f.fixed)

@@ -302,6 +302,7 @@ class DeviceLookup:
         self.user_device = user_device
         self.module = module
         self._works_with_device: dict[int, bool] = {}
+        self._early_calls: dict[tuple[cst.ClassDef, cst.FunctionDef], bool] = {}  # (nodes of this tree)
         self.facts = facts
         self.shared_name = shared_name
         # The file picks its device inside an ``if`` (``if args.accel: device = ...``): code
@@ -509,7 +510,7 @@ class DeviceLookup:
                         f"`{receiver}.to(device)`")
             klass = next((a for a in ancestors(self.metadata, node) if isinstance(a, cst.ClassDef)), None)
             if method is not None and klass is not None and self.module is not None \
-                    and _called_before_moved(self.metadata, self.module, klass, method):
+                    and self._called_before_moved(klass, method):
                 return (f"the file calls the model method `{name}` before it moves the model, so the model's "
                         "parameters are no guide to the device there; pass the device in")
             return (f"this runs in the model method `{name}`, where devmod finds no parameter, buffer or device "
@@ -573,9 +574,17 @@ class DeviceLookup:
             return None
         if receiver is not None and _moves_own_part(node, receiver):
             return None  # ``self.net.cuda()``: the model's first parameter may be that part's own
-        if self.module is not None and _called_before_moved(self.metadata, self.module, place.klass, method):
+        if self.module is not None and self._called_before_moved(place.klass, method):
             return None  # ``h = enc.init_hidden()`` then ``enc.cuda()``: its parameters are still on the CPU
         return cst.parse_expression(f"next({receiver}.parameters()).device")
+
+    def _called_before_moved(self, klass: cst.ClassDef, method: cst.FunctionDef) -> bool:
+        """``_called_before_moved`` once per method: it walks the whole file."""
+        key = (klass, method)
+        if key not in self._early_calls:
+            assert self.module is not None
+            self._early_calls[key] = _called_before_moved(self.metadata, self.module, klass, method)
+        return self._early_calls[key]
 
     def _method_around(self, function: cst.FunctionDef) -> cst.FunctionDef:
         """The method that ``function`` is, or is nested in: the outermost def below the class."""

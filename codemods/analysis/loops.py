@@ -139,19 +139,26 @@ def _assigned_value(metadata: Mapping, target: cst.CSTNode | None) -> cst.BaseEx
 def _given_a_loader(metadata: Mapping, param: cst.Param, depth: int) -> bool:
     """``def collect(net, data_ld)`` that a call in the file hands a loader (dlrm's visualize.py,
     through two functions): a loader under another name."""
-    function = next((a for a in ancestors(metadata, param) if isinstance(a, cst.FunctionDef)), None)
-    if function is None or depth >= 3 or param not in function.params.params:
+    if depth >= 3:
         return False
+    for given in _arguments_given(metadata, param) or ():
+        if isinstance(given, cst.Call) and is_loader_constructor(metadata, given):
+            return True
+        if isinstance(given, cst.Name) and _loader_name(metadata, given, depth + 1):
+            return True
+    return False
+
+
+def _arguments_given(metadata: Mapping, param: cst.Param) -> list[cst.BaseExpression | None] | None:
+    """What each call of the parameter's function in the file passes for it (None: the parameter
+    belongs to no plain function)."""
+    function = next((a for a in ancestors(metadata, param) if isinstance(a, cst.FunctionDef)), None)
+    if function is None or param not in function.params.params:
+        return None
     index = list(function.params.params).index(param)
     module = next(p for p in ancestors(metadata, function) if isinstance(p, cst.Module))
-    for call in nodes_of(module, cst.Call):
-        if isinstance(call.func, cst.Name) and call.func.value == function.name.value:
-            given = argument_for(call, index, param.name.value)
-            if isinstance(given, cst.Call) and is_loader_constructor(metadata, given):
-                return True
-            if isinstance(given, cst.Name) and _loader_name(metadata, given, depth + 1):
-                return True
-    return False
+    return [argument_for(c, index, param.name.value) for c in nodes_of(module, cst.Call)
+            if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
 
 
 def _loader_param(param: cst.Param) -> bool:
@@ -445,13 +452,8 @@ def placed_by_its_loader(metadata: Mapping, loop: cst.For, loader: Loader, devic
     if len(nodes) != 1 or not isinstance(nodes[0], cst.Param):
         return with_device(source)
     param = nodes[0]
-    function = next((p for p in ancestors(metadata, param) if isinstance(p, cst.FunctionDef)), None)
-    if function is None or param not in function.params.params:
-        return False
-    index = list(function.params.params).index(param)
-    module = next(p for p in ancestors(metadata, function) if isinstance(p, cst.Module))
-    calls = [c for c in nodes_of(module, cst.Call) if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
-    return bool(calls) and all(with_device(argument_for(c, index, param.name.value)) for c in calls)
+    given = _arguments_given(metadata, param)
+    return bool(given) and all(with_device(g) for g in given)
 
 
 def _items_placed_by_dataset(metadata: Mapping, loader: cst.Call) -> bool:

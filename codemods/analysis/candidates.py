@@ -272,6 +272,13 @@ class FileFacts:
         return [node.value for node in self.nodes(ast.Assign)  # type: ignore[attr-defined]
                 if any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]  # type: ignore[attr-defined]
 
+    def unpacked_values(self, name: str) -> list[ast.expr]:
+        """The values of every ``a, name = value`` (a tuple or list target) anywhere in the file."""
+        return [node.value for node in self.nodes(ast.Assign)  # type: ignore[attr-defined]
+                if any(isinstance(t, (ast.Tuple, ast.List)) and any(isinstance(e, ast.Name) and e.id == name
+                                                                     for e in t.elts)
+                       for t in node.targets)]  # type: ignore[attr-defined]
+
     def values_read_by(self, name: ast.Name) -> list[ast.expr]:
         """The values of the ``name = value`` assignments that ``name`` may read: only those of its
         own function when that function surely binds the name (Python reads no other binding
@@ -493,5 +500,6 @@ def may_be_tensor(facts: FileFacts, expr: ast.AST, seen: set[str] | None = None)
         return may_be_tensor(facts, node.left, seen) or may_be_tensor(facts, node.right, seen)
     if isinstance(node, ast.Name) and node.id not in seen:
         seen.add(node.id)
-        return any(may_be_tensor(facts, value, seen) for value in facts.assigned_values(node.id))
+        return any(may_be_tensor(facts, value, seen) for value in facts.assigned_values(node.id)) \
+            or any(may_be_tensor(facts, value, seen) for value in facts.unpacked_values(node.id))
     return False

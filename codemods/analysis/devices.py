@@ -555,7 +555,7 @@ class DeviceLookup:
         method = self._method_around(function)  # a def nested in a method is no method itself
         if method.name.value in construction_methods(place.klass):
             return None  # runs while the parameters are still on the CPU: ``model.to()`` places later
-        tensor_param = self._tensor_parameter(function) or _used_as_tensor(function)
+        tensor_param = self._tensor_parameter(function) or _used_as_tensor(function) or _fed_to_own_parts(function)
         if tensor_param and not _moves_its_parameters(function):
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
         receiver = _instance_parameter(method)
@@ -656,8 +656,12 @@ def _moves_own_part(node: cst.CSTNode | None, receiver: str) -> bool:
 def _used_as_container(function: cst.FunctionDef, name: str) -> bool:
     """``outputs["pred_boxes"]``, ``outputs.items()``: the parameter is a dict (detr's matcher takes
     the model's output dict), which has no ``.device``. (Iterating it proves nothing: ``for row in x``
-    reads a tensor's rows.)"""
+    reads a tensor's rows.) Also a tuple the body unpacks (``audio, spect = forward_input``,
+    WaveGlow's): a pair of tensors, which has no ``.device`` either."""
     for node in walk(function.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name \
+                and any(isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets):
+            return True
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == name:
             index = node.slice[0].slice if len(node.slice) == 1 else None
             if isinstance(index, cst.Index) and isinstance(index.value, (cst.SimpleString, cst.ConcatenatedString,
@@ -691,6 +695,58 @@ def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TOR
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
                 and isinstance(node.func.value, cst.Name) and node.func.value.value in params:
             return node.func.value.value
+    return None
+
+
+def _fed_to_own_parts(method: cst.FunctionDef) -> str | None:
+    """A parameter that a model method hands to one of its own layers (``self.f2(z[:, :half])``)
+    or to a ``torch.*_like`` function (``torch.zeros_like(z)``): a tensor, on the device the method
+    computes on (a flow's ``backward(self, z)``, which is no ``forward``)."""
+    receiver = _instance_parameter(method)
+    params = {p.name.value for p in (*method.params.posonly_params, *method.params.params)
+              if not _defaults_to_none(p)} - {receiver} - _tested_for_other_types(method) \
+        - _converted_to_tensors(method)
+    if receiver is None or not params:
+        return None
+
+    def root_param(value: cst.BaseExpression) -> str | None:
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name):
+            return value.value if value.value in params else derived.get(value.value)
+        return None
+    derived: dict[str, str] = {}  # ``lower, upper = z[:, :h], z[:, h:]``: slices of a parameter
+    nodes = list(walk(method.body))
+    for node in nodes:
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0].target, node.value
+            pairs = zip(target.elements, value.elements) if isinstance(target, cst.Tuple) \
+                and isinstance(value, cst.Tuple) and len(target.elements) == len(value.elements) \
+                else [(target, value)]
+            for t, v in pairs:
+                t, v = getattr(t, "value", t), getattr(v, "value", v)
+                if isinstance(t, cst.Name) and t.value not in params and root_param(v):
+                    derived[t.value] = root_param(v)  # type: ignore[assignment]
+    parts = {receiver}  # ``for flow in self.flows[::-1]: z, ld = flow.backward(z)``: its layers too
+    for node in nodes:
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            source = node.iter
+            while isinstance(source, cst.Subscript) or isinstance(source, cst.Call) and dotted(source.func) == "reversed":
+                source = source.value if isinstance(source, cst.Subscript) else source.args[0].value
+            if isinstance(source, cst.Attribute) and isinstance(source.value, cst.Name) and source.value.value == receiver:
+                parts.add(node.target.value)
+    for node in nodes:
+        if not isinstance(node, cst.Call) or not node.args or node.args[0].keyword or node.args[0].star:
+            continue
+        func = node.func
+        base = func.value if isinstance(func, cst.Attribute) else func
+        own_part = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+            and func.value.value == receiver or isinstance(base, cst.Name) and base.value in parts - {receiver}
+        if not (own_part or (dotted(func) or "").startswith("torch.") and (dotted(func) or "").endswith("_like")):
+            continue
+        found = root_param(node.args[0].value)
+        if found:
+            return found
     return None
 
 

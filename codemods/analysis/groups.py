@@ -171,7 +171,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                                                 if not placeable(e)]
     _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable, list_collators,
                    in_library)
-    _block_together(groups, _parts(metadata, groups))
+    _block_together(groups, _parts(metadata, groups) + _outputs_passed_on(metadata, module, groups))
     return groups
 
 
@@ -328,6 +328,37 @@ def _parts(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> list[tuple[
     return links
 
 
+def _outputs_passed_on(metadata: Mapping, module: cst.Module,
+                       groups: Mapping[cst.Assign, Group]) -> list[tuple[Group, Group]]:
+    """``feats = encoder(x)`` then ``decoder(feats, mask)``: one model's output is another's input,
+    so the two move together (an encoder held back leaves its output on the CPU)."""
+    parents = metadata[ParentNodeProvider]
+    scopes = metadata[ScopeProvider]
+    owners = {id(statement.targets[0].target): group for statement, group in groups.items()}
+
+    def group_called(call: cst.Call) -> Group | None:
+        if not isinstance(call.func, cst.Name):
+            return None
+        found = [owners.get(id(b.node)) for b in scope_bindings(scopes.get(call.func), call.func.value)]
+        return found[0] if len(found) == 1 else None
+    calls = [(call, group) for call in nodes_of(module, cst.Call) if (group := group_called(call)) is not None]
+    outputs: dict[int, Group] = {}  # the name bound to a model's output -> that model's group
+    for call, group in calls:
+        statement = parents.get(call)
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0].target, cst.Name):
+            outputs[id(statement.targets[0].target)] = group
+    links = []
+    for call, group in calls:
+        for arg in call.args:
+            if isinstance(arg.value, cst.Name):
+                for binding in scope_bindings(scopes.get(arg.value), arg.value.value):
+                    producer = outputs.get(id(binding.node))
+                    if producer is not None and producer is not group:
+                        links.append((producer, group))
+    return links
+
+
 def blocked_scopes(metadata: Mapping, groups: Mapping[cst.Assign, Group]) -> list[object]:
     """The scopes that hold a model whose group stays on the CPU: nothing there is placed."""
     scopes = metadata[ScopeProvider]
@@ -405,8 +436,9 @@ def _block_together(groups: dict[cst.Assign, Group], links: list[tuple[Group, Gr
     keeps on the CPU (``Smooth(4, device="cpu")``) stays on the CPU with it, unreported: the
     whole of it runs where the author chose."""
     for group in groups.values():
+        # (a model given new parts after it is built stays where it is: DM202 reports it)
         group.blocked = not group.placed and (bool(group.stuck_batches) or bool(group.foreign)
-                                              or bool(group.unplaceable_inline)
+                                              or bool(group.unplaceable_inline) or group.parts_later
                                               or any(h.blockers or h.unplaceable for h in group.held_out))
     _spread(groups, links, by_design=False)
     for group in groups.values():

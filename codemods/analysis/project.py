@@ -680,8 +680,17 @@ class ProjectIndex:
                         list_collators=frozenset(collators), self_placing=frozenset(self_placing),
                         plain_classes=frozenset(plain), cuda_method_classes=frozenset(own_cuda),
                         star_names=frozenset(self._star_variables(summary)),
-                        host_methods=frozenset(host_methods - {m for ms in summary.host_methods.values() for m in ms}),
+                        host_methods=frozenset(self._host_methods_seen_in(summary, host_methods)),
                         in_package=in_package)
+
+    def _host_methods_seen_in(self, summary: _Summary, imported: set[str]) -> set[str]:
+        """The methods that return new CPU tensors, for a file: those of the classes it imports, and
+        of its own plain classes (``DatasetMoons().sample(n)`` returning ``torch.from_numpy(...)``).
+        Not the names of its own models' methods: devmod places their tensors where they are made."""
+        def of(models: bool) -> set[str]:
+            return {method for name, methods in summary.host_methods.items()
+                    if ((summary.path, name) in self.model_classes) == models for method in methods}
+        return (imported | of(False)) - of(True)
 
     def _classes_through_reexports(self, summary: _Summary) -> dict[str, tuple[str, str]]:
         """Local name -> (defining file, name there) for the project classes a file imports by

@@ -951,7 +951,23 @@ def is_surely_tensor(metadata: Mapping, expr: cst.BaseExpression) -> bool:
         assign = metadata[ParentNodeProvider].get(parent) if parent is not None else None
         if isinstance(parent, cst.AssignTarget) and isinstance(assign, cst.Assign) and assign.value is not expr:
             return not any(n is expr for n in walk(assign.value)) and is_surely_tensor(metadata, assign.value)
+        if isinstance(parent, cst.Element):  # ``P, L, U = torch.lu_unpack(...)``
+            return _unpacks_torch_results(metadata, parent)
     return False
+
+
+def _unpacks_torch_results(metadata: Mapping, element: cst.Element) -> bool:
+    """An element of ``a, b = torch.<function>(...)`` (``torch.max(x, 1)``, ``torch.linalg.qr(m)``):
+    a torch function that returns several values returns tensors (``torch.load`` returns anything)."""
+    parents = metadata[ParentNodeProvider]
+    target = parents.get(parents.get(element))
+    assign = parents.get(target)
+    if not (isinstance(target, cst.AssignTarget) and isinstance(assign, cst.Assign)
+            and isinstance(assign.value, cst.Call)):
+        return False
+    names = qualified_names(metadata, assign.value.func)
+    return any((n.count(".") == 1 and n[6:7].islower() or n.startswith("torch.linalg."))
+               and n.startswith("torch.") and n != "torch.load" for n in names)
 
 
 def surely_tensor_variable(metadata: Mapping, name: cst.Name) -> bool:

@@ -128,6 +128,8 @@ class NumpyCpu(Rule):
                 isinstance(link.func, cst.Attribute) and link.func.attr.value in ("cuda", "to")))
                for link in _chain(value)):
             return True  # placed on a device right there (``wave.cuda()``, ``torch.ones(3, device=d)``)
+        if any(self._sampled_by_a_model(link) for link in _chain(value)):
+            return True
         root = _chain_root(value)
         if isinstance(root, cst.Call):
             if isinstance(root.func, cst.Name) and root.func.value in ("zip", "enumerate", "reversed", "list"):
@@ -158,6 +160,17 @@ class NumpyCpu(Rule):
                     and any(self._from_a_model(a.value, depth + 1) for a in call.args):
                 return True
         return False
+
+    def _sampled_by_a_model(self, node: cst.BaseExpression) -> bool:
+        """``model.prior.sample((n,))``, ``model.sample(n)``: drawn by a model or by a distribution it
+        holds (moved with it), so a tensor on the model's device."""
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in ("sample", "rsample")):
+            return False
+        base = node.func.value
+        while isinstance(base, cst.Attribute):
+            base = base.value
+        return isinstance(base, cst.Name) and base.value in self._models()
 
     def _callers_give_a_model_output(self, param: cst.Param, depth: int) -> bool:
         """A parameter of the file's own function, given a model's output by some call of it."""
@@ -252,7 +265,7 @@ class NumpyCpu(Rule):
                 return True
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                     and not called_on_import(self.metadata, node.func):  # a method, not a module function
-                if node.func.attr.value in _TORCH_ONLY_METHODS:
+                if node.func.attr.value in _TORCH_ONLY_METHODS or self._sampled_by_a_model(node):
                     return True
                 node = node.func.value
             elif isinstance(node, cst.Subscript):

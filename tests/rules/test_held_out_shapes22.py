@@ -1,0 +1,194 @@
+"""Shapes found by the twenty-second held-out trial (docs/real-repos.md "Twenty-second run"). Each
+test fails on the code before its fix (3b1a30a)."""
+
+from __future__ import annotations
+
+from all_rules_support import rewrite as run
+
+
+def test_a_forward_input_unpacked_as_a_tuple_gives_no_device():
+    # WaveGlow's ``forward(self, forward_input)`` unpacks ``audio, spect = forward_input``; devmod wrote
+    # ``.to(forward_input.device)``, and a tuple has no ``.device`` (every forward raised).
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Coupler(nn.Module):
+            def __init__(self, width=4):
+                super().__init__()
+                self.width = width
+                self.pre = nn.Conv1d(2, 8, 1)
+
+            def forward(self, pair):
+                signal, context = pair
+                width_t = torch.IntTensor([self.width])
+                return self.pre(signal) * width_t.float()
+    """)
+    assert "pair.device" not in result.output
+
+
+def test_a_model_given_new_weights_later_keeps_its_input_and_its_weights_on_the_cpu():
+    # Conv-TasNet's ``test/learn_conv1d.py``: ``conv1d.weight.data = torch.randint(...)`` after it is
+    # built. DM202 reports the model and moves nothing, but DM201 put the new weights on the device.
+    _, result = run("""\
+        import torch
+
+        layer = torch.nn.Linear(4, 3, bias=False)
+        feats = torch.randn(2, 4)
+        layer.weight.data = torch.randn(layer.weight.size())
+        print(layer(feats).shape)
+    """)
+    assert result.output == result.source
+    assert [f.code for f in result.findings] == ["DM202"]
+
+
+def test_a_second_model_fed_the_same_input_stays_with_the_held_back_one():
+    # The same file's shape with a second model: ``signal`` meets the held-back ``front`` and ``back``;
+    # devmod moved ``back`` and ``signal``, and ``front(signal)`` failed.
+    _, result = run("""\
+        import torch
+
+        front = torch.nn.Linear(4, 4)
+        back = torch.nn.Linear(4, 2)
+        signal = torch.randn(3, 4)
+        front.weight.data = torch.randn(front.weight.size())
+        print(front(signal).shape, back(signal).shape)
+    """)
+    assert result.output == result.source
+    assert sorted(f.message.split("`")[1] for f in result.findings) == ["back", "front"]
+
+
+def test_a_model_fed_the_output_of_a_held_back_model_stays_too():
+    # Conv-TasNet's demo: ``mixture_w = encoder(mixture)`` with ``encoder`` held back, then
+    # ``decoder(mixture_w, est_mask)``: devmod moved ``decoder`` and ``est_mask`` only.
+    _, result = run("""\
+        import torch
+
+        encoder = torch.nn.Linear(4, 4)
+        encoder.weight.data = torch.randn(encoder.weight.size())
+        mixture = torch.randn(2, 4)
+        feats = encoder(mixture)
+        decoder = torch.nn.Bilinear(4, 4, 2)
+        mask = torch.randn(2, 4)
+        print(decoder(feats, mask).shape)
+    """)
+    assert result.output == result.source
+    assert {f.message.split("`")[1] for f in result.findings} == {"encoder", "decoder"}
+
+
+def test_a_batch_from_a_plain_class_of_the_file_moves_with_the_model():
+    # pytorch-normalizing-flows' notebook: ``d = DatasetMoons()`` whose ``sample(n)`` returns
+    # ``torch.from_numpy(...)``; the model moved and ``x = d.sample(128)`` stayed on the CPU.
+    _, result = run("""\
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        class Points:
+            def draw(self, n):
+                return torch.from_numpy(np.random.randn(n, 2).astype(np.float32))
+
+
+        class Shift(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.b = nn.Parameter(torch.zeros(2))
+
+            def forward(self, x):
+                return x + self.b
+
+
+        points = Points()
+        net = Shift()
+        for step in range(3):
+            batch = points.draw(8)
+            print(net(batch).sum().item())
+    """)
+    assert "net = Shift().to(device)" in result.output
+    assert "batch = points.draw(8).to(device)" in result.output
+
+
+def test_a_tensor_attribute_unpacked_from_a_torch_function_becomes_a_buffer():
+    # The same repository's Glow 1x1 convolution: ``P, L, U = torch.lu_unpack(...)`` then ``self.P = P``,
+    # a plain tensor attribute that stayed on the CPU when the model moved.
+    _, result = run("""\
+        import torch
+        from torch import nn
+
+
+        class Mixer(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                perm, low, up = torch.lu_unpack(*torch.linalg.lu_factor(torch.randn(dim, dim)))
+                self.perm = perm
+                self.low = nn.Parameter(low)
+
+            def forward(self, x):
+                return x @ (self.perm @ self.low)
+    """)
+    assert 'self.register_buffer("perm", perm, persistent=False)' in result.output
+
+
+def test_a_sample_of_a_models_distribution_is_copied_to_the_cpu_for_matplotlib():
+    # The notebook's ``p = model.prior.sample([128, 2]).squeeze()`` then ``plt.scatter(p[:, 0], ...)``:
+    # the prior moved with the model, so the sample is on the GPU.
+    _, result = run("""\
+        import matplotlib.pyplot as plt
+        import torch
+        from torch import nn
+        from torch.distributions import Normal
+
+
+        class Flow(nn.Module):
+            def __init__(self, prior):
+                super().__init__()
+                self.prior = prior
+                self.b = nn.Parameter(torch.zeros(2))
+
+            def forward(self, x):
+                return self.prior.log_prob(x + self.b).sum()
+
+
+        model = Flow(Normal(torch.zeros(2), torch.ones(2)))
+        print(model(torch.randn(8, 2)).item())
+        p = model.prior.sample([16]).squeeze()
+        plt.scatter(p[:, 0], p[:, 1])
+    """)
+    assert "plt.scatter(p[:, 0].cpu(), p[:, 1].cpu())" in result.output
+
+
+def test_a_flows_backward_takes_the_device_of_the_input_it_hands_to_its_layers():
+    # The flows' ``backward(self, z)`` (an inverse pass, not autograd's): ``z`` goes to the model's own
+    # layers, so ``torch.zeros(n)`` there belongs on ``z.device``; it was left on the CPU.
+    _, result = run("""\
+        import torch
+        from torch import nn
+
+
+        class Coupling(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.f = nn.Linear(dim // 2, dim // 2)
+
+            def backward(self, z):
+                log_det = torch.zeros(z.shape[0])
+                lower, upper = z[:, :1], z[:, 1:]
+                return torch.cat([lower, self.f(upper)], 1), log_det
+
+
+        class Chain(nn.Module):
+            def __init__(self, flows):
+                super().__init__()
+                self.flows = nn.ModuleList(flows)
+
+            def backward(self, z):
+                m, _ = z.shape
+                log_det = torch.zeros(m)
+                for flow in self.flows[::-1]:
+                    z, ld = flow.backward(z)
+                    log_det += ld
+                return z, log_det
+    """)
+    assert result.output.count("device=z.device") == 2

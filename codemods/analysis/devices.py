@@ -495,9 +495,9 @@ class DeviceLookup:
             if name == "__init__" and self._moves_a_new_module(node):
                 return ("this runs in a model's __init__; drop the move: a sub-module built here moves with "
                         "the model's own model.to(device)")  # SPADE's ``self.vgg = VGG19().cuda()``
-            if name == "__init__":
-                return ("this runs in a model's __init__; register the tensor as a buffer so model.to(device) "
-                        "moves it")
+            if name == "__init__":  # (a tensor, or a module of a class devmod cannot see: WaveGlow's ``STFT``)
+                return ("this runs in a model's __init__, where nothing needs placing: register a tensor as a "
+                        "buffer, or drop the move of a sub-module; model.to(device) moves both")
             if method is not None and _instance_parameter(method) is None:
                 return (f"this runs in the model's static or class method `{name}`, which has no model to read "
                         "the device from; use the device of the tensors it works on (e.g. `x.device`) or pass "

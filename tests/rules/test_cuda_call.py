@@ -71,7 +71,7 @@ def test_the_reason_names_the_method_and_gives_the_buffer_advice_only_in_init():
     """)
     result = transform_source(code)
     reasons = {f.line: f.message for f in result.findings if f.code == "DM103" and not f.fixed}
-    assert "__init__" in reasons[7] and "buffer so model.to(device)" in reasons[7]
+    assert "__init__" in reasons[7] and "register a tensor as a buffer" in reasons[7]
     # an ordinary method is not __init__: no buffer advice, its own name instead
     assert "__init__" not in reasons[10] and "register the tensor" not in reasons[10]
     assert "`transform`" in reasons[10]

@@ -16,7 +16,8 @@ whatever device they were saved from, which need not be the model's.
   ``model.load_state_dict`` copies the tensors to wherever the parameters are.
 - Not where the loaded object may be a whole model that runs (called, ``.eval()``,
   returned by a plain function): ``"cpu"`` would put it beside data its saver placed on
-  the GPU (TCN reloads the model it saved after ``.cuda()``), so that load stays as written.
+  the GPU (TCN reloads the model it saved after ``.cuda()``), so that load stays as written,
+  unless every use moves what it loads right away (``ckpt["model"].to(device)``).
   So does a load whose tensors leave the function as loaded: a part returned to the caller
   (``return ckpt["mean"]``; bookkeeping such as ``ckpt["epoch"]`` does not count) or one put on
   the model in its own method (``self.scale = torch.load(path)`` replaces a placed buffer).
@@ -96,7 +97,8 @@ class LoadMapLocation(Rule):
             return updated_node  # ``if torch.cuda.is_available(): torch.load(path)``: the author's GPU branch
         device = self._device(original_node)
         if isinstance(device, cst.SimpleString) and self._may_be_a_whole_model(original_node) \
-                and self.devices.place(original_node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
+                and self.devices.place(original_node).kind in (ScopeKind.MODULE, ScopeKind.FUNCTION) \
+                and not self._moved_as_loaded(original_node):
             return updated_node  # on the CPU it would meet the data its saver placed: left as the author has it
         if self._moves_behind_a_switch() and self._may_be_a_whole_model(original_node):
             return updated_node  # the data moves only when the user asks: so did the model it saved
@@ -154,6 +156,23 @@ class LoadMapLocation(Rule):
                         isinstance(holder, cst.Attribute) and holder.value is use and holder.attr.value in _MODEL_API):
                     return True
         return False
+
+    def _moved_as_loaded(self, load: cst.Call) -> bool:
+        """``checkpoint = torch.load(f)`` then ``model = checkpoint["model"].to(device)`` (and nothing
+        else of it): the author moves what is loaded right away, so loading it to the CPU first
+        changes nothing for the code, and a GPU checkpoint loads on a machine without one."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, load)
+        uses = uses_of_binding(self.metadata, name) if name is not None else [load]
+        for use in uses:
+            node = use
+            while isinstance(parents.get(node), cst.Subscript) and parents[node].value is node:
+                node = parents[node]
+            method = parents.get(node)
+            if not (isinstance(method, cst.Attribute) and method.value is node and method.attr.value in ("to", "cuda")
+                    and isinstance(parents.get(method), cst.Call)):
+                return False
+        return bool(uses)
 
     def _run_where_nothing_moves(self, load: cst.Call) -> bool:
         """``model = torch.load(path)`` then ``run(model)``, where ``run`` is another file's training

@@ -3,7 +3,12 @@ test fails on the code before its fix (3b1a30a)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from all_rules_support import rewrite as run
+
+from codemods.config import Config
+from codemods.driver import process_files
 
 
 def test_a_forward_input_unpacked_as_a_tuple_gives_no_device():
@@ -192,3 +197,15 @@ def test_a_flows_backward_takes_the_device_of_the_input_it_hands_to_its_layers()
                 return z, log_det
     """)
     assert result.output.count("device=z.device") == 2
+
+
+def test_a_whole_model_moved_as_it_is_loaded_gets_a_map_location(tmp_path: Path):
+    # The transformer tutorial's ``translate.py`` (imported by ``eval.py``): ``checkpoint = torch.load(f)``
+    # then ``model = checkpoint["model"].to(device)``; a GPU checkpoint failed to load on a CPU machine.
+    (tmp_path / "translate.py").write_text(
+        "import torch\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
+        "checkpoint = torch.load('ckpt.pth.tar')\nmodel = checkpoint['model'].to(device)\nmodel.eval()\n\n\n"
+        "def translate(x):\n    return model(x.to(device))\n")
+    (tmp_path / "evaluate.py").write_text("import torch\nfrom translate import translate\n\nprint(translate(torch.ones(2)))\n")
+    reports = list(process_files([str(tmp_path / "translate.py"), str(tmp_path / "evaluate.py")], Config(), "diff", jobs=1))
+    assert "+checkpoint = torch.load('ckpt.pth.tar', map_location=\"cpu\")" in reports[0].diff

@@ -717,6 +717,9 @@ def _fed_to_own_parts(method: cst.FunctionDef) -> str | None:
         return None
     derived: dict[str, str] = {}  # ``lower, upper = z[:, :h], z[:, h:]``: slices of a parameter
     nodes = list(walk(method.body))
+    # ``state = torch.FloatTensor(np.float32(state))``: a parameter rebound in the body was no tensor
+    params -= {n.value for node in nodes if isinstance(node, (cst.AssignTarget, cst.AugAssign))
+               for n in walk(node.target) if isinstance(n, cst.Name)}
     for node in nodes:
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target, value = node.targets[0].target, node.value

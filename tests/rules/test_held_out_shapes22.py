@@ -209,3 +209,27 @@ def test_a_whole_model_moved_as_it_is_loaded_gets_a_map_location(tmp_path: Path)
     (tmp_path / "evaluate.py").write_text("import torch\nfrom translate import translate\n\nprint(translate(torch.ones(2)))\n")
     reports = list(process_files([str(tmp_path / "translate.py"), str(tmp_path / "evaluate.py")], Config(), "diff", jobs=1))
     assert "+checkpoint = torch.load('ckpt.pth.tar', map_location=\"cpu\")" in reports[0].diff
+
+
+def test_a_parameter_rebound_as_a_tensor_gives_no_device():
+    # Guards the fix above (RL-Adventure's ``act(self, state)``, caught by the regression): ``state`` is an
+    # observation turned into a tensor in the body, then handed to ``self.forward``; it has no device.
+    _, result = run("""\
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        class Q(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+
+            def act(self, state):
+                state = torch.FloatTensor(np.float32(state)).unsqueeze(0)
+                return self.forward(state).argmax(1)
+    """)
+    assert "state.device" not in result.output

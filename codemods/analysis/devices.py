@@ -717,9 +717,9 @@ def _fed_to_own_parts(method: cst.FunctionDef) -> str | None:
         return None
     derived: dict[str, str] = {}  # ``lower, upper = z[:, :h], z[:, h:]``: slices of a parameter
     nodes = list(walk(method.body))
-    # ``state = torch.FloatTensor(np.float32(state))``: a parameter rebound in the body was no tensor
-    params -= {n.value for node in nodes if isinstance(node, (cst.AssignTarget, cst.AugAssign))
-               for n in walk(node.target) if isinstance(n, cst.Name)}
+    # ``state = torch.FloatTensor(np.float32(state))``: a parameter made a tensor in the body was none
+    params -= {n.value for node in nodes if isinstance(node, cst.Assign) and _makes_host_data(node.value)
+               for t in node.targets for n in walk(t.target) if isinstance(n, cst.Name)}
     for node in nodes:
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target, value = node.targets[0].target, node.value
@@ -751,6 +751,14 @@ def _fed_to_own_parts(method: cst.FunctionDef) -> str | None:
         if found:
             return found
     return None
+
+
+def _makes_host_data(value: cst.BaseExpression) -> bool:
+    """``torch.FloatTensor(np.float32(state))``, ``torch.tensor(obs)``: data made into a CPU tensor."""
+    return any(isinstance(n, cst.Call) and ((dotted(n.func) or "").startswith(("np.", "numpy."))
+                                            or re.fullmatch(r"torch\.(tensor|as_tensor|from_numpy|\w*Tensor)",
+                                                            dotted(n.func) or ""))
+               for n in walk(value))
 
 
 def _defaults_to_none(param: cst.Param) -> bool:

@@ -231,6 +231,20 @@ def _imports_torch(stmt: cst.BaseStatement) -> bool:
     return False
 
 
+def torch_bound_before(metadata: Mapping, statement: cst.CSTNode, alias: str) -> bool:
+    """Is ``alias`` bound to torch when ``statement`` runs? At module level only a top-level import
+    above it counts (a notebook's ``device = "cuda"`` cell before its ``import torch`` cell); code
+    in a function or class runs later, after the file's imports."""
+    parents = metadata[ParentNodeProvider]
+    node = statement
+    while not isinstance(parents.get(node), cst.Module):
+        node = parents.get(node)
+        if node is None or isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return True
+    body = list(parents[node].body)
+    return any(_binds(stmt, alias) for stmt in body[:body.index(node)])
+
+
 def _binds(stmt: cst.BaseStatement, alias: str) -> bool:
     """Does the statement bind ``alias`` to the torch module (``import torch``, ``import torch as
     th``, ``import torch.nn``)?"""

@@ -34,6 +34,7 @@ from libcst.metadata import ScopeProvider
 
 from ..analysis.candidates import CUDA_STRINGS, FileFacts, method_name
 from ..analysis.guards import gpu_only
+from ..analysis.device_anchor import torch_bound_before
 from ..analysis.devices import DEVICE_LIKE_NAMES, cuda_string, guessed_from_parameters, hardcoded_cuda, is_torch_device_call
 from ..analysis.modules import ignored_argument
 from ..analysis.names import keyword, positional, qualified_names
@@ -92,6 +93,10 @@ class StringDevice(Rule):
                     continue
                 if new_value is not None and gpu_only(self.metadata, assign):
                     continue  # ``if torch.cuda.is_available(): dev = torch.device("cuda")``: correct code
+                if new_value is not None and not torch_bound_before(self.metadata, assign, self.torch_alias):
+                    self.report(assign, f"`{name}` is a hard-coded CUDA device, but `{self.torch_alias}` is "
+                                        "imported only below it: move the import up, then rerun")
+                    continue
                 accesses = sorted((a.node for a in assignment.references if isinstance(a.node, cst.Name)),
                                   key=self.position)  # source order, not the set's
                 blockers = [a for a in accesses if self._string_only_use(a)]

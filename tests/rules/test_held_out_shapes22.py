@@ -233,3 +233,21 @@ def test_a_parameter_rebound_as_a_tensor_gives_no_device():
                 return self.forward(state).argmax(1)
     """)
     assert "state.device" not in result.output
+
+
+def test_a_cuda_string_above_the_torch_import_is_reported_not_converted():
+    # Twenty-third run: adversarial-attacks-pytorch's demo notebook sets ``device = "cuda"`` in its first cell
+    # and imports torch two cells later; ``torch.device(...)`` there stopped "Run all" with a NameError.
+    _, result = run("""\
+        import math
+
+        scale = math.sqrt(4.0)
+        device = "cuda"
+
+        import torch
+
+        net = torch.nn.Linear(3, 2).to(device)
+        print(net(torch.randn(5, 3).to(device)) * scale)
+    """)
+    assert result.output == result.source
+    assert [f.code for f in result.findings] == ["DM102"] and "imported only below" in result.findings[0].message

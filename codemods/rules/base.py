@@ -22,7 +22,7 @@ from ..analysis.device_anchor import DevicePlaces, device_unreachable, device_us
 from ..analysis.groups import Group, model_groups
 from ..analysis.names import torch_module_alias
 from ..analysis.project import FileRole
-from ..analysis.tensors import assigned_name, uses_of_binding
+from ..analysis.tensors import assigned_name, bound_before, uses_of_binding
 from ..analysis.tree import line_of, mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
@@ -197,7 +197,7 @@ class Rule(VisitorBasedCodemodCommand):
         if self.state.suppressions.suppresses(self.CODE, line):
             return updated
         if not self.DEFINES_DEVICE and self._mentions_shared_device(replacement) \
-                and not mentions_name(node, self.shared_name):
+                and not mentions_name(node, self.shared_name) and not self._own_local_device(node):
             reason = self._device_unreachable(node)
             if reason is not None and self._used_before_the_users_device(node):
                 return updated  # nothing is on the device yet where it is used: nothing to report
@@ -231,6 +231,13 @@ class Rule(VisitorBasedCodemodCommand):
     def _add(self, line: int, column: int, message: str, fixed: bool, replacement: str | None = None) -> None:
         self.state.findings.append(Finding(self.CODE, self.NAME, line, column, message, fixed,
                                            self.SAFETY, replacement))
+
+    def _own_local_device(self, node: cst.CSTNode) -> bool:
+        """``device = torch.device(...)`` of the function around ``node``, bound above it: the fix
+        uses that variable, which needs nothing from DM101 (a ``main`` that sets
+        ``CUDA_VISIBLE_DEVICES`` first, where no module-level device can go)."""
+        return self.devices.local_device(node) == self.shared_name \
+            and bound_before(self.metadata, node, self.shared_name)
 
     def _used_before_the_users_device(self, node: cst.CSTNode) -> bool:
         """``X = torch.randn(1, 8)`` probing a CPU model above the file's own ``device = ...``:

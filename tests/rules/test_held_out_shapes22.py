@@ -251,3 +251,28 @@ def test_a_cuda_string_above_the_torch_import_is_reported_not_converted():
     """)
     assert result.output == result.source
     assert [f.code for f in result.findings] == ["DM102"] and "imported only below" in result.findings[0].message
+
+
+def test_a_functions_own_device_is_used_where_no_module_level_device_can_go():
+    # Twenty-third run: pytorch-msssim's training script sets ``CUDA_VISIBLE_DEVICES`` in ``main`` and then its
+    # own ``device``; ``torch.load(ckpt)`` below it was reported ("`device` cannot be defined above this line")
+    # instead of getting ``map_location=device``.
+    _, result = run("""\
+        import os
+        import torch
+        import torch.nn as nn
+
+
+        def main(ckpt, gpu_id="0"):
+            os.environ["CUDA_VISIBLE_DEVICES"] = gpu_id
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            net = nn.Linear(4, 2).to(device)
+            net.load_state_dict(torch.load(ckpt))
+            print(net(torch.randn(3, 4).to(device)).sum().item())
+
+
+        if __name__ == "__main__":
+            main("net.pt")
+    """)
+    assert "torch.load(ckpt, map_location=device)" in result.output
+    assert result.findings and all(f.fixed for f in result.findings)

@@ -33,7 +33,7 @@ from .names import dotted, qualified_names
 from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_callee, is_model_callee, \
     holds_no_tensors, model_variables, wrapper_kind
 from .scopes import ClassFacts, only_assigned_value, only_binding, scope_bindings
-from .tensors import is_number, torch_data_function, uses_of_binding
+from .tensors import IN_PLACE_FILLS, is_number, torch_data_function, uses_of_binding
 from .modules import builds_parts_when_run
 from .tree import ancestors, code_of, in_source_order, line_of, nodes_of, walk
 
@@ -50,7 +50,9 @@ _SAME_DEVICE_METHODS = frozenset({"float", "double", "half", "long", "int", "boo
                                   "log_softmax", "sigmoid", "exp", "log", "abs", "type_as", "expand",
                                   "expand_as", "transpose", "narrow", "split", "chunk", "eq", "ne", "gt", "lt",
                                   "std", "var", "norm", "prod", "cumsum", "pow", "sqrt", "clamp", "round",
-                                  "floor", "ceil", "neg", "square"})
+                                  "floor", "ceil", "neg", "square",
+                                  # in-place fills return the tensor itself (``torch.LongTensor(3, 4).random_(0, 50)``)
+                                  *IN_PLACE_FILLS})
 # Reads that are fine on any device: the data leaves for the CPU or only metadata is read.
 _LEAVES = frozenset({"cpu", "item", "tolist", "size", "dim", "numel", "shape", "dtype", "device", "ndim",
                      "is_cuda"})

@@ -26,9 +26,12 @@ _METADATA_ATTRIBUTES = frozenset({"shape", "size", "dtype", "device", "ndim", "d
 _CPU_METHODS = frozenset({"numpy", "tolist", "item", "cpu"})
 # Read at once for its shape (``torch.zeros(k).numel()``): the values are never used, any device does.
 _SHAPE_ONLY = frozenset({"numel", "nelement", "dim", "ndimension", "size", "shape"})
+# Fill a tensor where it is and return it (``torch.LongTensor(3, 4).random_(0, 50)``).
+IN_PLACE_FILLS = frozenset({"fill_", "normal_", "uniform_", "zero_", "random_", "bernoulli_", "exponential_",
+                            "geometric_", "cauchy_", "log_normal_"})
 TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "detach", "clone", "view",
                              "reshape", "unsqueeze", "squeeze", "permute", "t", "transpose", "contiguous", "to",
-                             "fill_", "normal_", "uniform_", "zero_", "requires_grad_", "expand"})
+                             "requires_grad_", "expand", *IN_PLACE_FILLS})
 # Methods that return a converted copy and leave the receiver alone: discarding the result is a no-op.
 CONVERSION_METHODS = frozenset({"to", "cpu", "cuda", "float", "double", "half", "bfloat16", "long", "int",
                                 "short", "bool", "byte", "char"})

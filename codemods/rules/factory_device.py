@@ -53,7 +53,7 @@ from ..analysis.loops import find_loader, packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import DTYPES, checked_for_none, passes_itself, runs_only_through_its_methods, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+from ..analysis.tensors import DTYPES, IN_PLACE_FILLS, checked_for_none, passes_itself, runs_only_through_its_methods, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
     filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
     scalar_operand
 from .base import Invalid, Rule, Valid
@@ -128,7 +128,14 @@ class FactoryDevice(Rule):
             if device is not None and not guessed_from_parameters(device):
                 return self.fix(original_node, updated_node, updated_node.with_changes(args=[cst.Arg(device)]),
                                 "inside a model the device comes from its input, not from the module's global")
+        root = self._filled_maker(original_node)
+        if root is not None and not self._filled_further(original_node):
+            # ``torch.Tensor(3, 4).normal_()``: moved after its fill, so the numbers come from the
+            # CPU generator as before (drawn on the device, the same seed gives others)
+            return self._move_host_tensor(root, updated_node)
         if self._host_tensor_maker(original_node):
+            if self._filled_further(original_node):
+                return updated_node  # moved at the end of its fills (above)
             return self._move_host_tensor(original_node, updated_node)
         if self._default_device_set and self.devices.place(original_node).kind is not ScopeKind.MODEL_METHOD:
             # The file's own code runs after ``torch.set_default_device``; its model classes may
@@ -538,6 +545,20 @@ class FactoryDevice(Rule):
                 return self._host_root(value, depth + 1)
         return None
 
+    def _filled_maker(self, call: cst.Call) -> cst.Call | None:
+        """The host tensor maker under a chain of in-place fills ending at ``call``, if any."""
+        node = call
+        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in IN_PLACE_FILLS and isinstance(node.func.value, cst.Call):
+            node = node.func.value
+        return node if node is not call and self._host_tensor_maker(node) not in (None, _CAST) else None
+
+    def _filled_further(self, call: cst.Call) -> bool:
+        """Is ``call`` the receiver of an in-place fill (``<call>.random_(0, 50)``)?"""
+        parent = self.metadata[ParentNodeProvider].get(call)
+        return isinstance(parent, cst.Attribute) and parent.value is call and parent.attr.value in IN_PLACE_FILLS \
+            and isinstance(self.metadata[ParentNodeProvider].get(parent), cst.Call)
+
     def _move_host_tensor(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``torch.from_numpy(a)`` shares the array's memory, so it can take no ``device=``:
         in device code it gets ``.to(device)``, unless its chain already moves it."""
@@ -778,7 +799,22 @@ class FactoryDevice(Rule):
             if is_model_method_call(callee.func, self._model_names):  # ``agent.act(obs)``
                 return not blocked_callee(self.metadata, self.model_groups(), callee.func.value) \
                     and not self._pinned_to_cpu(callee.func.value)
+            handed = self._model_handed_along(callee)
+            if handed is not None:  # ``pick_scores(table, offsets, ids)``: the file's function runs the model on it
+                return not blocked_callee(self.metadata, self.model_groups(), handed) and not self._pinned_to_cpu(handed)
         return False
+
+    def _model_handed_along(self, callee: cst.Call) -> cst.Name | None:
+        """The model variable handed to ``callee``, a function of this file, beside the host tensor."""
+        if not isinstance(callee.func, cst.Name) or not isinstance(only_binding(self.metadata, callee.func),
+                                                                   (cst.FunctionDef, cst.Name)):
+            return None
+        binding = only_binding(self.metadata, callee.func)
+        function = binding if isinstance(binding, cst.FunctionDef) else self.metadata[ParentNodeProvider].get(binding)
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        return next((a.value for a in callee.args if isinstance(a.value, cst.Name)
+                     and a.value.value in self._model_names), None)
 
     def _fold_to(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``torch.zeros(n).to(device)`` -> ``torch.zeros(n, device=device)``: same tensor, no copy."""

@@ -276,3 +276,41 @@ def test_a_functions_own_device_is_used_where_no_module_level_device_can_go():
     """)
     assert "torch.load(ckpt, map_location=device)" in result.output
     assert result.findings and all(f.fixed for f in result.findings)
+
+
+def test_a_legacy_tensor_filled_in_place_moves_with_its_model_after_the_fill():
+    # Twenty-third run: transformer-xl's sampler demo, ``ids = torch.LongTensor(3, 4).random_(0, 50)`` fed to an
+    # embedding devmod moved; the ids stayed on the CPU. They move after the fill (the same random numbers).
+    _, result = run("""\
+        import torch
+        from torch import nn
+
+        if __name__ == '__main__':
+            ids = torch.LongTensor(3, 4).random_(0, 50)
+            table = nn.Embedding(50, 8)
+            print(table(ids).sum().item())
+    """)
+    assert "ids = torch.LongTensor(3, 4).random_(0, 50).to(device)" in result.output
+    assert "table = nn.Embedding(50, 8).to(device)" in result.output
+
+
+def test_host_tensors_handed_to_a_function_with_the_model_move_with_it():
+    # The same demo's real shape: ``pick_scores(table, offsets, ids, feats)``, a function of the file that runs
+    # the model on the tensors handed to it beside the model; only the model moved.
+    _, result = run("""\
+        import torch
+        from torch import nn
+
+
+        def pick_scores(table, ids, feats):
+            return (table(ids) * feats).sum(-1)
+
+
+        if __name__ == '__main__':
+            ids = torch.LongTensor(3, 4).random_(0, 50)
+            table = nn.Embedding(50, 8)
+            feats = torch.Tensor(3, 4, 8).normal_()
+            print(pick_scores(table, ids, feats).sum().item())
+    """)
+    assert "feats = torch.Tensor(3, 4, 8).normal_().to(device)" in result.output
+    assert "ids = torch.LongTensor(3, 4).random_(0, 50).to(device)" in result.output

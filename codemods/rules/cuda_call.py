@@ -16,6 +16,8 @@ that should follow a single shared ``torch.device``. ``.to(device)`` works on bo
 - An object's own ``cuda()`` is not ``Tensor.cuda()``: a ``.cuda()`` inside a method named
   ``cuda`` (which moves the object's parts when its caller asks) and ``x.cuda()`` on an instance
   of a class that defines one (itself or through a project base; it has no ``.to()``) stay.
+- A class (or function) that runs work on CUDA streams (``torch.cuda.Stream()``, a prefetching
+  loader) is GPU-only by design: its ``.cuda()`` stays, unreported.
 - A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
   model = model.cuda()``) collapses into the unconditional ``.to(device)``, which
   already falls back to the CPU. So does ``a if torch.cuda.is_available() else b``
@@ -79,6 +81,8 @@ class CudaCall(Rule):
             return updated_node
         if self._inside_own_cuda_method(original_node) or self._plain_object(original_node):
             return updated_node  # the class's own ``cuda()``: asked for by its caller, and no ``.to()`` to call
+        if self._in_cuda_stream_code(original_node):
+            return updated_node  # a CUDA-stream prefetcher is GPU-only by design: its ``.cuda()`` is right
         args = list(updated_node.args)
         if any(a.keyword is None for a in args):
             if self._names_a_device(original_node.args[0]):
@@ -114,6 +118,17 @@ class CudaCall(Rule):
         new_args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_args]
         replacement = updated_node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=new_args)
         return self.fix(original_node, updated_node, replacement, "`.cuda()` -> `.to(device)`")
+
+    def _in_cuda_stream_code(self, call: cst.Call) -> bool:
+        """In a class (or, outside one, a function) that runs work on CUDA streams
+        (``torch.cuda.Stream()``, ``with torch.cuda.stream(s):``): timm's prefetching loader,
+        used only where the program asked for a GPU."""
+        holder = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.ClassDef)), None) \
+            or next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.FunctionDef)), None)
+        if holder is None:
+            return False
+        return any(isinstance(n, cst.Call) and qualified_names(self.metadata, n.func)
+                   & {"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream"} for n in walk(holder))
 
     def _inside_own_cuda_method(self, call: cst.Call) -> bool:
         """``def cuda(self): self.crit.cuda()``: a class's own ``cuda()`` that forwards the move to

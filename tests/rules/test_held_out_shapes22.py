@@ -314,3 +314,27 @@ def test_host_tensors_handed_to_a_function_with_the_model_move_with_it():
     """)
     assert "feats = torch.Tensor(3, 4, 8).normal_().to(device)" in result.output
     assert "ids = torch.LongTensor(3, 4).random_(0, 50).to(device)" in result.output
+
+
+def test_the_cuda_calls_of_a_cuda_stream_prefetcher_are_not_reported():
+    # Twenty-third run: gen-efficientnet-pytorch's prefetching loader (library code) runs its copies on a side
+    # CUDA stream and is used only when the program asked for a GPU; its four ``.cuda()`` were reported.
+    _, result = run("""\
+        import torch
+
+
+        class GpuFeeder:
+            def __init__(self, batches):
+                self.batches = batches
+                self.center = torch.tensor([0.5, 0.5, 0.5]).cuda().view(1, 3, 1, 1)
+
+            def __iter__(self):
+                side = torch.cuda.Stream()
+                for images, labels in self.batches:
+                    with torch.cuda.stream(side):
+                        images = images.cuda(non_blocking=True).float().sub_(self.center)
+                        labels = labels.cuda(non_blocking=True)
+                    torch.cuda.current_stream().wait_stream(side)
+                    yield images, labels
+    """)
+    assert result.output == result.source and result.findings == []

@@ -164,15 +164,25 @@ class LoadMapLocation(Rule):
         parents = self.metadata[ParentNodeProvider]
         name = assigned_name(self.metadata, load)
         uses = uses_of_binding(self.metadata, name) if name is not None else [load]
-        for use in uses:
+        moved = False
+        for use in sorted(uses, key=lambda u: self.position(u)):  # (scopes give a module-level name's every use)
             node = use
             while isinstance(parents.get(node), cst.Subscript) and parents[node].value is node:
                 node = parents[node]
             method = parents.get(node)
-            if not (isinstance(method, cst.Attribute) and method.value is node and method.attr.value in ("to", "cuda")
-                    and isinstance(parents.get(method), cst.Call)):
+            call = parents.get(method) if isinstance(method, cst.Attribute) and method.value is node else None
+            if not isinstance(call, cst.Call) or call.func is not method:
                 return False
-        return bool(uses)
+            if method.attr.value in ("to", "cuda"):
+                moved = True
+                statement = parents.get(call)
+                if node is use and name is not None and isinstance(statement, cst.Assign) \
+                        and len(statement.targets) == 1 and isinstance(statement.targets[0].target, cst.Name) \
+                        and statement.targets[0].target.value == name.value:
+                    return True  # ``model = model.to(device)``: what follows uses the moved model
+            elif not (node is use and isinstance(parents.get(call), cst.Expr)):
+                return False  # (``model.backward_compatible()`` on its own line, before the move, is fine)
+        return moved
 
     def _run_where_nothing_moves(self, load: cst.Call) -> bool:
         """``model = torch.load(path)`` then ``run(model)``, where ``run`` is another file's training

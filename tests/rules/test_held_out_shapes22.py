@@ -338,3 +338,25 @@ def test_the_cuda_calls_of_a_cuda_stream_prefetcher_are_not_reported():
                     yield images, labels
     """)
     assert result.output == result.source and result.findings == []
+
+
+def test_a_whole_model_loaded_and_moved_a_line_later_gets_a_map_location():
+    # Twenty-third run: transformer-xl's ``eval.py`` (its device from ``--cuda``): ``model = torch.load(f)``,
+    # ``model.backward_compatible()``, then ``model = model.to(device)``; no map location, so a GPU-saved model
+    # failed to load on a machine without one.
+    _, result = run("""\
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", action="store_true")
+        args = parser.parse_args()
+        device = torch.device("cuda" if args.cuda else "cpu")
+        with open("model.pt", "rb") as f:
+            model = torch.load(f)
+        model.backward_compatible()
+        model = model.to(device)
+        model.eval()
+        print(model(torch.ones(2, 3, device=device)))
+    """)
+    assert 'model = torch.load(f, map_location="cpu")' in result.output

@@ -335,10 +335,24 @@ def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int 
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                 and (node.func.attr.value == "cpu" or (node.func.attr.value == "to" and _to_cpu(node))):
             return True
+        if isinstance(node, cst.Call) and _of_cpu_tensors(metadata, node, depth):
+            return True
     if isinstance(node, cst.Name) and depth < _MAX_DEPTH:
         value = single_assigned_value(metadata, node)
         return value is not None and _on_cpu_already(metadata, value, depth + 1)
     return False
+
+
+def _of_cpu_tensors(metadata: Mapping, call: cst.Call, depth: int) -> bool:
+    """``make_grid(x.cpu().data)``, ``torch.sigmoid(x.cpu())``: a torch (or torchvision) function
+    whose every positional argument is on the CPU gives a CPU tensor."""
+    positional_args = [a for a in call.args if a.keyword is None]
+    if not positional_args or depth >= _MAX_DEPTH or any(a.star for a in call.args) \
+            or any(a.keyword is not None and a.keyword.value == "device" for a in call.args):
+        return False
+    if not any(n.startswith(("torch.", "torchvision.")) and ".cuda" not in n for n in qualified_names(metadata, call.func)):
+        return False
+    return all(_on_cpu_already(metadata, a.value, depth + 1) for a in positional_args)
 
 
 def _cpu_of(value: cst.BaseExpression) -> cst.Call:

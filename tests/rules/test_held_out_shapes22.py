@@ -360,3 +360,21 @@ def test_a_whole_model_loaded_and_moved_a_line_later_gets_a_map_location():
         print(model(torch.ones(2, 3, device=device)))
     """)
     assert 'model = torch.load(f, map_location="cpu")' in result.output
+
+
+def test_a_torch_function_of_cpu_tensors_gets_no_cpu_copy():
+    # Twenty-third run, a harmless hunk on device-correct code: torchattacks' demo ``img = make_grid(x.cpu().data)``
+    # then ``img.numpy()`` got ``.cpu()``; a torch(vision) function of CPU tensors gives a CPU tensor.
+    _, result = run("""\
+        import matplotlib.pyplot as plt
+        import torch
+        import torchvision
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        net = torch.nn.Linear(4, 4).to(device)
+        x = net(torch.randn(2, 4, device=device))
+        img = torchvision.utils.make_grid(x.cpu().data)
+        plt.imshow(img.numpy())
+        print(torch.sigmoid(x.cpu()).numpy())
+    """)
+    assert result.output == result.source

@@ -5,7 +5,8 @@ type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
 On a CPU tensor ``.cpu()`` returns the tensor itself, so the fix costs nothing there.
 
 - ``x.detach().numpy()`` becomes ``x.detach().cpu().numpy()``.
-- Nothing changes when ``.cpu()`` or ``.to("cpu")`` is already in the chain.
+- Nothing changes when ``.cpu()`` or ``.to("cpu")`` is already in the chain, or the value is a torch
+  (or torchvision) function of CPU tensors (``make_grid(x.cpu())``).
 - Only receivers that are surely torch tensors (a tensor factory or tensor method
   chain, a name assigned from one, a model's output): ``.numpy()`` on other objects
   (pandas, TensorFlow) is left alone.

@@ -164,7 +164,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         while isinstance(built.func, cst.Attribute) and isinstance(built.func.value, cst.Call):
             built = built.func.value
         groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident or _moves_itself(facts, built, self_placing)
-        if pinned_to_cpu(metadata, statement.targets[0].target):  # ``model.to("cpu")  # on purpose``
+        if pinned_to_cpu(metadata, statement.targets[0].target) or _built_on_the_cpu(metadata, built):
+            # ``model.to("cpu")  # on purpose``, ``Extractor(torch.device("cpu"), 4)``: the author's CPU
             groups[statement].cpu_by_design, groups[statement].placed = True, False  # placed on the CPU
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
@@ -175,6 +176,19 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                    in_library)
     _block_together(groups, _parts(metadata, groups) + _outputs_passed_on(metadata, module, groups))
     return groups
+
+
+def _built_on_the_cpu(metadata: Mapping, built: cst.Call) -> bool:
+    """``LossTexture(torch.device("cpu"), ...)``, ``Net(device="cpu")``: built where the author says, the CPU."""
+    for arg in built.args:
+        value = arg.value
+        if isinstance(value, cst.Call) and "torch.device" in qualified_names(metadata, value.func) \
+                and len(value.args) == 1:
+            value = value.args[0].value
+        if isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu" \
+                and (arg.keyword is None or "device" in arg.keyword.value):
+            return True
+    return False
 
 
 def moved_by_chain(parents: Mapping, use: cst.CSTNode) -> bool:

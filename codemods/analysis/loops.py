@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .names import argument_for, dotted, keyword, method_call, qualified_names
-from .roles import factory_name, is_loader_constructor
+from .roles import factory_name, is_loader_constructor, wrapper_kind
 from .tree import ancestors, nodes_of, walk
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
@@ -410,6 +410,12 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         return "the batch is unpacked into nested or starred names"
     if moved_in(loop.body, set(names), device_names):
         return None
+    if isinstance(target, cst.Name):
+        if next(_uses(metadata, loop.body, target.value), None) is None:
+            return None  # ``for unused in val_loader:``: nothing of the batch reaches anything
+        unpacked = _unpacked_wherever(metadata, loop.body, target.value)
+        if unpacked and moved_in(loop.body, set(unpacked), device_names):
+            return None  # ``xs, ys = pair`` in two places, each followed by ``xs = xs.to(device)``
     if loader.lists:
         return "its `collate_fn` returns lists, which `.to()` cannot move"
     if not isinstance(loop.body, cst.IndentedBlock):
@@ -426,7 +432,41 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         parts = _parts_of(loop.body, plan.names[0])
         if parts and all(moved_in(loop.body, {part}, device_names) for part in parts):
             return None  # ``images = batch["image"]`` then ``images.to(device=device, ...)``, each part
+    if isinstance(plan, str) and _fed_only_to_data_parallel(metadata, loop, is_model):
+        return None  # ``nn.DataParallel`` scatters its CPU inputs to its GPUs itself
     return plan
+
+
+def _unpacked_wherever(metadata: Mapping, body: cst.BaseSuite, name: str) -> list[str] | None:
+    """The names of every ``x, y = name`` in ``body`` (in branches, or repeated in a nested loop),
+    when unpacking is all the body does with ``name``; else None."""
+    names: list[str] = []
+    for node, _ in _uses(metadata, body, name):
+        line = next((a for a in ancestors(metadata, node) if isinstance(a, cst.SimpleStatementLine)), None)
+        unpacked = _unpacked_names(line, name) if line is not None else None
+        if unpacked is None:
+            return None
+        names += unpacked
+    return names or None
+
+
+def _fed_only_to_data_parallel(metadata: Mapping, loop: cst.For, is_model: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Is every model the loop body calls an ``nn.DataParallel`` wrapper (``wrapped = DataParallel(net)``)?"""
+    calls = [n for n in walk(loop.body) if isinstance(n, cst.Call) and is_model(n.func)]
+    if not calls:
+        return False
+    for call in calls:
+        if not isinstance(call.func, cst.Name):
+            return False
+        scope = metadata[ScopeProvider].get(call.func)
+        nodes = [getattr(a, "node", None) for a in scope[call.func.value]] if scope is not None else []
+        value = _assigned_value(metadata, nodes[0]) if len(nodes) == 1 else None
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in ("to", "cuda", "eval", "train") and isinstance(value.func.value, cst.Call):
+            value = value.func.value  # ``nn.DataParallel(net).to(device).eval()``
+        if not (isinstance(value, cst.Call) and wrapper_kind(metadata, value) == "dp"):
+            return False
+    return True
 
 
 def placed_by_its_loader(metadata: Mapping, loop: cst.For, loader: Loader, device_names: set[str]) -> bool:

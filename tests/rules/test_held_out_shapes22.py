@@ -378,3 +378,76 @@ def test_a_torch_function_of_cpu_tensors_gets_no_cpu_copy():
         print(torch.sigmoid(x.cpu()).numpy())
     """)
     assert result.output == result.source
+
+
+def test_a_model_built_on_an_explicit_cpu_device_stays_there():
+    # Twenty-fourth run: pytorch_GAN_zoo's ``save_feature_extractor.py`` builds ``LossTexture(torch.device("cpu"),
+    # ...)`` only to save it; devmod moved it to the GPU (the saved file then needs one to load).
+    _, result = run("""\
+        import sys
+        import torch
+        import torch.nn as nn
+
+
+        class Extractor(nn.Module):
+            def __init__(self, place, width):
+                super().__init__()
+                self.body = nn.Linear(width, width).to(place)
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        if __name__ == "__main__":
+            net = Extractor(torch.device("cpu"), 4)
+            print(net(torch.ones(1, 4)))
+            torch.save({"net": net}, sys.argv[1])
+    """)
+    assert result.output == result.source and result.findings == []
+
+
+def test_a_batch_unpacked_and_moved_in_two_places_is_not_reported():
+    # Twenty-fourth run: GAN_zoo's ``nn_score.py`` unpacks ``pair`` at the top of the loop and again in a nested
+    # validation loop (whose own variable is unused), moving both parts each time: two false DM203 reports.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        def fit(train_set, val_set):
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            net = nn.Linear(3, 2).to(device)
+            for step, pair in enumerate(torch.utils.data.DataLoader(train_set, batch_size=4)):
+                xs, ys = pair
+                xs, ys = xs.to(device), ys.to(device)
+                nn.functional.cross_entropy(net(xs), ys).backward()
+                if step % 10 == 0:
+                    for unused in torch.utils.data.DataLoader(val_set, batch_size=4):
+                        xs, ys = pair
+                        xs, ys = xs.to(device), ys.to(device)
+                        print(nn.functional.cross_entropy(net(xs), ys).item())
+    """)
+    assert result.findings == []
+
+
+def test_a_batch_fed_only_to_data_parallel_is_not_reported():
+    # Twenty-fourth run: GAN_zoo's feature extraction unpacks its batch in two branches and hands it only to an
+    # ``nn.DataParallel`` wrapper, which scatters CPU inputs to its GPUs itself: a false DM203 report.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        def embed_all(net, data):
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            wrapped = nn.DataParallel(net).to(device).eval()
+            feats = []
+            for item in torch.utils.data.DataLoader(data, batch_size=4):
+                if len(item) == 3:
+                    xs, ys, extra = item
+                else:
+                    xs, ys = item
+                feats.append(wrapped(xs).detach().cpu())
+            return torch.cat(feats)
+    """)
+    assert result.findings == []

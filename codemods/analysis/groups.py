@@ -21,12 +21,14 @@ Syntax only, through libcst's scope analysis; "don't know" never moves anything.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from .devices import DEVICE_LIKE_NAMES
 from .loops import batch_plan, find_loader, moved_in, packs_sequences
 from .pinned import pinned_to_cpu
 from .names import dotted, qualified_names
@@ -44,6 +46,7 @@ _DATASET_STORAGE = frozenset({"data", "targets", "tensors", "train_data", "train
 # Functions whose result lives where their one argument does.
 _SAME_DEVICE_WRAPPERS = frozenset({"Variable", "autograd.Variable", "torch.autograd.Variable", "deepcopy",
                                    "copy.deepcopy"})
+_MOVER_NAME = re.compile(r"^to_|device|move|send|cuda|gpu", re.IGNORECASE)
 _SAME_DEVICE_METHODS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "detach", "clone",
                                   "view", "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous",
                                   "flatten", "argmax", "argmin", "max", "min", "sum", "mean", "softmax",
@@ -176,6 +179,17 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                    in_library)
     _block_together(groups, _parts(metadata, groups) + _outputs_passed_on(metadata, module, groups))
     return groups
+
+
+def moved_by_a_helper(parents: Mapping, use: cst.CSTNode) -> bool:
+    """``to_device(device, policy_net, value_net)`` (PyTorch-RL's helper), ``send_all(dev, net)``:
+    handed to a function named for moving, together with a device."""
+    arg = parents.get(use)
+    call = parents.get(arg) if isinstance(arg, cst.Arg) else None
+    if not (isinstance(call, cst.Call) and isinstance(call.func, (cst.Name, cst.Attribute))
+            and _MOVER_NAME.search(call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value)):
+        return False
+    return any(isinstance(a.value, cst.Name) and a.value.value in DEVICE_LIKE_NAMES for a in call.args)
 
 
 def _built_on_the_cpu(metadata: Mapping, built: cst.Call) -> bool:
@@ -550,7 +564,7 @@ class _GroupFinder:
         scope = self.metadata[ScopeProvider].get(target)
         for binding in (scope[target.value] if scope is not None else ()):
             for access in getattr(binding, "references", ()):
-                if moved_by_chain(self.parents, access.node):
+                if moved_by_chain(self.parents, access.node) or moved_by_a_helper(self.parents, access.node):
                     return True
         return False
 

@@ -17,7 +17,8 @@ that should follow a single shared ``torch.device``. ``.to(device)`` works on bo
   ``cuda`` (which moves the object's parts when its caller asks) and ``x.cuda()`` on an instance
   of a class that defines one (itself or through a project base; it has no ``.to()``) stay.
 - A class (or function) that runs work on CUDA streams (``torch.cuda.Stream()``, a prefetching
-  loader) is GPU-only by design: its ``.cuda()`` stays, unreported.
+  loader), and code in a loop over ``torch.cuda.device_count()`` or under ``with torch.cuda.device(i):``
+  (a buffer per GPU), are GPU-only by design: their ``.cuda()`` stays, unreported.
 - A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
   model = model.cuda()``) collapses into the unconditional ``.to(device)``, which
   already falls back to the CPU. So does ``a if torch.cuda.is_available() else b``
@@ -81,8 +82,8 @@ class CudaCall(Rule):
             return updated_node
         if self._inside_own_cuda_method(original_node) or self._plain_object(original_node):
             return updated_node  # the class's own ``cuda()``: asked for by its caller, and no ``.to()`` to call
-        if self._in_cuda_stream_code(original_node):
-            return updated_node  # a CUDA-stream prefetcher is GPU-only by design: its ``.cuda()`` is right
+        if self._in_cuda_stream_code(original_node) or self._once_per_gpu(original_node):
+            return updated_node  # GPU-only by design (a CUDA-stream prefetcher, a buffer per GPU): right as written
         args = list(updated_node.args)
         if any(a.keyword is None for a in args):
             if self._names_a_device(original_node.args[0]):
@@ -129,6 +130,22 @@ class CudaCall(Rule):
             return False
         return any(isinstance(n, cst.Call) and qualified_names(self.metadata, n.func)
                    & {"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream"} for n in walk(holder))
+
+    def _once_per_gpu(self, call: cst.Call) -> bool:
+        """``for i in range(torch.cuda.device_count()):`` or ``with torch.cuda.device(i):`` around it
+        (mixup-cifar10's per-GPU buffers): it runs only where there are GPUs, once on each."""
+        for parent in ancestors(self.metadata, call):
+            if isinstance(parent, cst.For) and any(
+                    isinstance(n, cst.Call) and "torch.cuda.device_count" in qualified_names(self.metadata, n.func)
+                    for n in walk(parent.iter)):
+                return True
+            if isinstance(parent, cst.With) and any(
+                    isinstance(item.item, cst.Call) and "torch.cuda.device" in qualified_names(self.metadata, item.item.func)
+                    for item in parent.items):
+                return True
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+                return False
+        return False
 
     def _inside_own_cuda_method(self, call: cst.Call) -> bool:
         """``def cuda(self): self.crit.cuda()``: a class's own ``cuda()`` that forwards the move to

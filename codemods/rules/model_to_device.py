@@ -41,7 +41,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, chain, may_build_model
-from ..analysis.groups import gets_parts_later, moved_by_chain
+from ..analysis.groups import gets_parts_later, moved_by_a_helper, moved_by_chain
 from ..analysis.guards import sets_default_device
 from ..analysis.names import keyword, method_call, positional, qualified_names
 from ..analysis.roles import (builds_model, holds_no_tensors, loss_weight_argument, model_variables, places_itself,
@@ -437,7 +437,7 @@ class ModelToDevice(Rule):
         parents = self.metadata[ParentNodeProvider]
         for use in self._references(node, name):
             parent = parents.get(use)
-            if moved_by_chain(parents, use):  # ``net.to(device)``, ``net.eval().to(device)``
+            if moved_by_chain(parents, use) or moved_by_a_helper(parents, use):  # ``net.to(device)``, ``to_device(device, net)``
                 return True
             if isinstance(parent, cst.Arg):
                 call = parents.get(parent)

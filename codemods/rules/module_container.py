@@ -14,7 +14,8 @@ makes checkpoints saved before the fix load only with ``strict=False``.
 Only in ``nn.Module.__init__``, for ``self.<name> = [...]`` / ``{...}`` (literals or
 comprehensions) in which every element is surely a module (``nn.Linear(...)``, a model
 class of the file, a model factory), and ``self.<name> = []`` filled only by
-``.append(<module>)``. Left alone: lists of tensors or of anything unknown, attributes
+``.append(<module>)``. Left alone: lists whose modules are registered one by one (``add_module``,
+``setattr``, or each of their parameters with ``register_parameter``), lists of tensors or of anything unknown, attributes
 assigned more than once, dicts with keys that are not plain strings (a ``ModuleDict``
 key must be a string without dots), and containers used with list/dict methods that
 ``ModuleList`` / ``ModuleDict`` lack (``.index``, ``.sort``, ``.get``, ...).
@@ -164,8 +165,9 @@ class ModuleContainer(Rule):
                 if isinstance(parent, cst.Call) and registers_on_self(parent):
                     return True
                 if isinstance(parent, cst.For) and any(node is use for node in walk(parent.iter)) \
-                        and any(registers_on_self(call) for call in nodes_of(parent.body, cst.Call)):
-                    return True
+                        and any(registers_on_self(call) or _registers_a_parameter(call)
+                                for call in nodes_of(parent.body, cst.Call)):
+                    return True  # (``self.register_parameter(name, p)`` for each module's parameters: RVAE's highway)
                 if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
                     break
         return False
@@ -268,6 +270,12 @@ class ModuleContainer(Rule):
             "        for _ in range(n):\n            self.blocks.append(Block())\n",
         ),
     ]
+
+
+def _registers_a_parameter(call: cst.Call) -> bool:
+    """``self.register_parameter(name, p)``: ``model.to()`` and ``parameters()`` reach ``p`` (the
+    module in the list holds the same tensor, moved in place)."""
+    return dotted(call.func) == "self.register_parameter" and len(call.args) == 2
 
 
 def _empty(value: cst.BaseExpression) -> bool:

@@ -451,3 +451,64 @@ def test_a_batch_fed_only_to_data_parallel_is_not_reported():
             return torch.cat(feats)
     """)
     assert result.findings == []
+
+
+def test_a_model_moved_by_a_helper_named_for_it_is_placed(tmp_path: Path):
+    # Twenty-fourth run: PyTorch-RL moves its nets with its own ``to_device(device, policy_net, value_net)``;
+    # devmod did not see the move and reported the models (handed to another file's loop) as left behind.
+    (tmp_path / "helpers.py").write_text("def send_all(dev, *things):\n    return [t.to(dev) for t in things]\n")
+    (tmp_path / "stepper.py").write_text(
+        "def fit_step(net, opt, xs, ys):\n    loss = (net(xs) - ys).pow(2).mean()\n    opt.zero_grad()\n"
+        "    loss.backward()\n    opt.step()\n")
+    (tmp_path / "run.py").write_text(
+        "import numpy as np\nimport torch\nimport torch.nn as nn\nfrom helpers import send_all\nfrom stepper import fit_step\n\n"
+        "dev = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nnet = nn.Linear(4, 1)\nsend_all(dev, net)\n"
+        "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "xs = torch.from_numpy(np.random.randn(8, 4)).float().to(dev)\n"
+        "ys = torch.from_numpy(np.random.randn(8, 1)).float().to(dev)\nfit_step(net, opt, xs, ys)\n")
+    reports = list(process_files([str(tmp_path / n) for n in ("run.py", "helpers.py", "stepper.py")], Config(),
+                                 "diff", jobs=1))
+    assert not any(r.changed or r.findings for r in reports)
+
+
+def test_modules_of_a_plain_list_registered_parameter_by_parameter_are_not_reported():
+    # Twenty-fourth run: pytorch_RVAE's highway keeps its layers in a plain list and registers each of their
+    # parameters with ``register_parameter``; ``.to()`` reaches them. The DM305 report (and its unsafe fix,
+    # which would rename every state_dict key) was false.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class GatedStack(nn.Module):
+            def __init__(self, width, depth):
+                super().__init__()
+                self.depth = depth
+                self.blocks = [nn.Linear(width, width) for _ in range(depth)]
+                for k, block in enumerate(self.blocks):
+                    for j, p in enumerate(block.parameters()):
+                        self.register_parameter("block_{}_{}".format(k, j), p)
+
+            def forward(self, x):
+                for k in range(self.depth):
+                    x = torch.relu(self.blocks[k](x))
+                return x
+    """)
+    assert result.findings == []
+
+
+def test_a_buffer_made_once_per_gpu_is_not_reported():
+    # Twenty-fourth run: mixup-cifar10's efficient DenseNet makes one shared buffer on each GPU
+    # (``for i in range(torch.cuda.device_count()): with torch.cuda.device(i): ... .cuda()``): GPU-only by design.
+    _, result = run("""\
+        import torch
+
+
+        def make_buffers(numel=256):
+            buffers = []
+            for gpu in range(torch.cuda.device_count()):
+                with torch.cuda.device(gpu):
+                    buffers.append(torch.empty(numel).cuda())
+            return buffers
+    """)
+    assert result.output == result.source and result.findings == []

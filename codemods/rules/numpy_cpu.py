@@ -339,9 +339,17 @@ def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int 
         if isinstance(node, cst.Call) and _of_cpu_tensors(metadata, node, depth):
             return True
     if isinstance(node, cst.Name) and depth < _MAX_DEPTH:
-        value = single_assigned_value(metadata, node)
+        value = single_assigned_value(metadata, node) or _reaching_value(metadata, node)
         return value is not None and _on_cpu_already(metadata, value, depth + 1)
     return False
+
+
+def _reaching_value(metadata: Mapping, name: cst.Name) -> cst.BaseExpression | None:
+    """``img = make_grid(img.cpu())`` above ``img.numpy()`` in a function whose parameter is ``img``:
+    the value of the assignment that surely reaches the use."""
+    bindings = scope_bindings(metadata[ScopeProvider].get(name), name.value)
+    reaching = dominating_binding_above(metadata, name, [b.node for b in bindings if isinstance(b.node, cst.Name)])
+    return assigned_value(metadata, reaching) if reaching is not None else None
 
 
 def _of_cpu_tensors(metadata: Mapping, call: cst.Call, depth: int) -> bool:

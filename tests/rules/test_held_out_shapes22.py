@@ -376,6 +376,12 @@ def test_a_torch_function_of_cpu_tensors_gets_no_cpu_copy():
         img = torchvision.utils.make_grid(x.cpu().data)
         plt.imshow(img.numpy())
         print(torch.sigmoid(x.cpu()).numpy())
+
+
+        def imshow(img, title):
+            img = torchvision.utils.make_grid(img.cpu().data, normalize=True)
+            plt.imshow(img.numpy())
+            plt.title(title)
     """)
     assert result.output == result.source
 

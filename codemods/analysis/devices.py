@@ -657,11 +657,19 @@ def _used_as_container(function: cst.FunctionDef, name: str) -> bool:
     """``outputs["pred_boxes"]``, ``outputs.items()``: the parameter is a dict (detr's matcher takes
     the model's output dict), which has no ``.device``. (Iterating it proves nothing: ``for row in x``
     reads a tensor's rows.) Also a tuple the body unpacks (``audio, spect = forward_input``,
-    WaveGlow's): a pair of tensors, which has no ``.device`` either."""
+    WaveGlow's): a pair of tensors, which has no ``.device`` either; and a list of ids whose items go
+    into a Python set (graphsage's ``set([nodes[i]])``: a tensor's items would hash by identity)."""
     for node in walk(function.body):
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name \
                 and any(isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets):
             return True
+        if isinstance(node, cst.Set) or isinstance(node, cst.Call) and dotted(node.func) in ("set", "frozenset"):
+            items = [e.value for e in node.elements] if isinstance(node, cst.Set) else [
+                e.value for a in node.args for e in (a.value.elements if isinstance(a.value, (cst.List, cst.Tuple))
+                                                     else [a])]
+            if any(isinstance(i, cst.Subscript) and isinstance(i.value, cst.Name) and i.value.value == name
+                   for i in items):
+                return True
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == name:
             index = node.slice[0].slice if len(node.slice) == 1 else None
             if isinstance(index, cst.Index) and isinstance(index.value, (cst.SimpleString, cst.ConcatenatedString,

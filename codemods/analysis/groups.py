@@ -28,14 +28,14 @@ from typing import Callable, Mapping
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from .devices import DEVICE_LIKE_NAMES
+from .devices import DEVICE_LIKE_NAMES, construction_methods
 from .loops import batch_plan, find_loader, moved_in, packs_sequences
 from .pinned import pinned_to_cpu
 from .names import dotted, qualified_names
 from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_callee, is_model_callee, \
     holds_no_tensors, model_variables, wrapper_kind
 from .scopes import ClassFacts, only_assigned_value, only_binding, scope_bindings
-from .tensors import IN_PLACE_FILLS, is_number, torch_data_function, uses_of_binding
+from .tensors import IN_PLACE_FILLS, flows_only_to_cpu, is_number, torch_data_function, uses_of_binding
 from .modules import builds_parts_when_run
 from .tree import ancestors, code_of, in_source_order, line_of, nodes_of, walk
 
@@ -170,6 +170,9 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         if pinned_to_cpu(metadata, statement.targets[0].target) or _built_on_the_cpu(metadata, built):
             # ``model.to("cpu")  # on purpose``, ``Extractor(torch.device("cpu"), 4)``: the author's CPU
             groups[statement].cpu_by_design, groups[statement].placed = True, False  # placed on the CPU
+        unplaced = _unplaceable_inside(metadata, facts, built, placeable)
+        if unplaced is not None:
+            groups[statement].foreign.append(unplaced)
         for held in groups[statement].held_out:
             held.unplaceable = not placeable(held.statement)
         # an input moved where it is used needs a device there too, or the model moves alone
@@ -179,6 +182,44 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                    in_library)
     _block_together(groups, _parts(metadata, groups) + _outputs_passed_on(metadata, module, groups))
     return groups
+
+
+def _unplaceable_inside(metadata: Mapping, facts: ClassFacts, built: cst.Call,
+                        placeable: Callable[[cst.CSTNode], bool]) -> str | None:
+    """Why a model of the file's own class cannot move: a method that runs after construction makes
+    a CPU tensor where devmod has no device to give it (graphsage's aggregator, whose ``forward``
+    takes a list of ids: ``torch.zeros(...)`` and ``torch.LongTensor(ids)`` there would stay behind)."""
+    klass = facts.classes.get(built.func.value) if isinstance(built.func, cst.Name) else None
+    if klass is None or built.func.value not in facts.model_classes:
+        return None
+    building = construction_methods(klass)
+    for method in klass.body.body:
+        if not isinstance(method, cst.FunctionDef) or method.name.value in building:
+            continue
+        for call in nodes_of(method, cst.Call):
+            if not (factory_name(metadata, call) or qualified_names(metadata, call.func) & HOST_MAKERS):
+                continue
+            if any(a.keyword and a.keyword.value in ("device", "out") for a in call.args) \
+                    or any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _MOVES
+                           and any(x is call for x in walk(n.func.value)) for n in nodes_of(method, cst.Call)):
+                continue  # placed by its author
+            if flows_only_to_cpu(metadata, call) or placeable(call):
+                continue
+            return (f"its class `{built.func.value}` makes a tensor at line {line_of(metadata, call)} "
+                    "that devmod has no device for (its method takes no tensor to follow)")
+    return None
+
+
+def handed_with_a_model(metadata: Mapping, call: cst.Call, models: set[str] | frozenset[str]) -> cst.Name | None:
+    """The model variable that ``call``, a function of this file, is handed (``pick_scores(table, ids)``)."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    binding = only_binding(metadata, call.func)
+    function = binding if isinstance(binding, cst.FunctionDef) else metadata[ParentNodeProvider].get(binding) \
+        if isinstance(binding, cst.Name) else None
+    if not isinstance(function, cst.FunctionDef):
+        return None
+    return next((a.value for a in call.args if isinstance(a.value, cst.Name) and a.value.value in models), None)
 
 
 def moved_by_a_helper(parents: Mapping, use: cst.CSTNode) -> bool:
@@ -1303,6 +1344,8 @@ class _GroupFinder:
                 func = call.func
                 if self._model_callee(func):
                     return True  # a model or its method: its group moves with this one or stays with it
+                if handed_with_a_model(self.metadata, call, self.model_names) is not None:
+                    return True  # ``scaled_lookup(table, ids)``: they meet in the file's own function
                 if is_loss_callee(call.func) and any(self._model_output(a.value) for a in call.args if a is not parent):
                     return True  # ``loss(other_net(x), y)``: the groups that share ``y`` move together
                 if isinstance(func, cst.Attribute) and self._model_output(func.value):

@@ -48,7 +48,8 @@ from ..analysis.names import dotted, keyword, keyword_arg, method_call, position
 from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
 from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, assigned_value, only_assigned_value, only_binding, scope_bindings
-from ..analysis.groups import blocked_callee, blocked_scopes, dominating_binding_above, models_fed, samples_a_distribution
+from ..analysis.groups import blocked_callee, blocked_scopes, dominating_binding_above, handed_with_a_model, models_fed, \
+    samples_a_distribution
 from ..analysis.loops import find_loader, packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
@@ -799,22 +800,10 @@ class FactoryDevice(Rule):
             if is_model_method_call(callee.func, self._model_names):  # ``agent.act(obs)``
                 return not blocked_callee(self.metadata, self.model_groups(), callee.func.value) \
                     and not self._pinned_to_cpu(callee.func.value)
-            handed = self._model_handed_along(callee)
+            handed = handed_with_a_model(self.metadata, callee, self._model_names)
             if handed is not None:  # ``pick_scores(table, offsets, ids)``: the file's function runs the model on it
                 return not blocked_callee(self.metadata, self.model_groups(), handed) and not self._pinned_to_cpu(handed)
         return False
-
-    def _model_handed_along(self, callee: cst.Call) -> cst.Name | None:
-        """The model variable handed to ``callee``, a function of this file, beside the host tensor."""
-        if not isinstance(callee.func, cst.Name) or not isinstance(only_binding(self.metadata, callee.func),
-                                                                   (cst.FunctionDef, cst.Name)):
-            return None
-        binding = only_binding(self.metadata, callee.func)
-        function = binding if isinstance(binding, cst.FunctionDef) else self.metadata[ParentNodeProvider].get(binding)
-        if not isinstance(function, cst.FunctionDef):
-            return None
-        return next((a.value for a in callee.args if isinstance(a.value, cst.Name)
-                     and a.value.value in self._model_names), None)
 
     def _fold_to(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
         """``torch.zeros(n).to(device)`` -> ``torch.zeros(n, device=device)``: same tensor, no copy."""

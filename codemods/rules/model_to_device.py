@@ -48,7 +48,7 @@ from ..analysis.roles import (builds_model, holds_no_tensors, loss_weight_argume
                               wrapper_kind)
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tensors import checked_for_none, passes_itself, uses_of_binding
-from ..analysis.tree import ancestors, nodes_of, to_call, walk
+from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
 from .base import Invalid, Rule, Valid
 
 _MOVES = ("to", "cuda", "to_empty")
@@ -377,7 +377,8 @@ class ModelToDevice(Rule):
         value = original.value
         if not (isinstance(root, cst.Name) and root.value in self._model_names and isinstance(value, cst.Call)
                 and builds_model(self.metadata, value, self.facts) and not places_itself(value)
-                and self._in_training_code(original)) or self._root_never_runs(root):
+                and self._in_training_code(original)) or self._root_never_runs(root) \
+                or self._author_moves_part(original, target):
             return updated
         device = self.device_for(original)
         if device is None:
@@ -385,6 +386,14 @@ class ModelToDevice(Rule):
         moved = to_call(updated.value, device)
         return self.fix(original, updated, updated.with_changes(value=moved),
                         f"a new part of model `{root.value}` is built on the CPU: `.to(device)` where it is assigned")
+
+    def _author_moves_part(self, assign: cst.Assign, target: cst.BaseExpression) -> bool:
+        """``net[2] = nn.Linear(...)`` then ``if use_gpu: net[2] = net[2].cuda()``: the author places
+        the new part (behind a switch); a ``.to(device)`` where it is built would ignore the switch."""
+        wanted = code_of(target)
+        scope = next((a for a in ancestors(self.metadata, assign) if isinstance(a, cst.FunctionDef)), self.tree)
+        return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("to", "cuda")
+                   and code_of(n.func.value) == wanted for n in walk(scope))
 
     def _root_never_runs(self, root: cst.Name) -> bool:
         """The model given a new part is one that never runs (``_never_runs``): it is not

@@ -518,3 +518,95 @@ def test_a_buffer_made_once_per_gpu_is_not_reported():
             return buffers
     """)
     assert result.output == result.source and result.findings == []
+
+
+def test_a_list_of_ids_whose_items_go_into_a_set_gives_no_device():
+    # Twenty-fifth run: graphsage's aggregator ``forward(self, nodes, to_neighs)`` takes a Python list of node
+    # ids (``set([nodes[i]])``); devmod wrote ``.to(nodes.device)``, an AttributeError on every call.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class NeighbourMean(nn.Module):
+            def __init__(self, table):
+                super().__init__()
+                self.table = table
+
+            def forward(self, ids, neighbours):
+                groups = [set(ns) | set([ids[k]]) for k, ns in enumerate(neighbours)]
+                uniq = sorted(set.union(*groups))
+                return self.table(torch.LongTensor(uniq)).mean(0)
+    """)
+    assert "ids.device" not in result.output
+
+
+def test_a_model_whose_forward_makes_tensors_devmod_cannot_place_stays_with_its_data():
+    # The same shape run by the file's demo: moving the model would leave ``torch.LongTensor(uniq)`` of its
+    # forward on the CPU; the model and its data stay, reported.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class NeighbourMean(nn.Module):
+            def __init__(self, table):
+                super().__init__()
+                self.table = table
+
+            def forward(self, ids, neighbours):
+                groups = [set(ns) | {ids[k]} for k, ns in enumerate(neighbours)]
+                uniq = sorted(set.union(*groups))
+                return self.table(torch.LongTensor(uniq)).mean(0)
+
+
+        if __name__ == "__main__":
+            agg = NeighbourMean(nn.Embedding(10, 4))
+            print(agg([1, 2], [{4, 5}, {6}]).shape)
+    """)
+    assert result.output == result.source
+    assert [f.code for f in result.findings] == ["DM202"] and "NeighbourMean" in result.findings[0].message
+
+
+def test_a_new_layer_the_author_moves_behind_a_switch_is_not_moved_where_it_is_built():
+    # Twenty-fifth run: pytorch-pruning's ``prune_vgg16_conv_layer(model, ..., use_cuda=False)`` builds new layers
+    # and moves them only ``if use_cuda:``; devmod added ``.to(device)`` where they are built, so a GPU machine
+    # mixed devices in a model the caller keeps on the CPU.
+    _, result = run("""\
+        import torch
+
+
+        def shrink_first(net, keep, use_gpu=False):
+            net[2] = torch.nn.Linear(keep, net[2].out_features)
+            if use_gpu:
+                net[2] = net[2].cuda()
+            return net
+
+
+        if __name__ == '__main__':
+            net = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+            net = shrink_first(net, 5)
+            print(net(torch.randn(3, 4)).shape)
+    """)
+    assert "torch.nn.Linear(keep, net[2].out_features)\n" in result.output
+
+
+def test_ids_handed_to_a_function_with_their_model_do_not_hold_the_group_back():
+    # Twenty-fifth run: outlier-exposure's demo (a CPU demo) reported its embedding as held back because the ids
+    # are also handed, with the embedding, to a function of the file; they meet there, so both move.
+    _, result = run("""\
+        import numpy as np
+        import torch
+
+
+        def scaled_lookup(table, ids, factor=0.5):
+            return torch.nn.functional.embedding(ids, table.weight * factor)
+
+
+        if __name__ == '__main__':
+            table = torch.nn.Embedding(20, 3)
+            ids = torch.LongTensor(np.random.randint(0, 20, size=(2, 5)))
+            print(table(ids).shape, scaled_lookup(table, ids).shape)
+    """)
+    assert not [f for f in result.findings if not f.fixed]
+    assert "table = torch.nn.Embedding(20, 3).to(device)" in result.output

@@ -475,7 +475,9 @@ def dominating_binding_above(metadata: Mapping, use: cst.Name, targets: list[cst
     if sum(line_of(metadata, t) == line_of(metadata, last) for t in above) > 1:
         return None  # two bindings on one line: no single answer
     around_use = {id(a) for a in ancestors(metadata, use)}
-    blocks = (cst.For, cst.While, cst.If, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match)
+    # (the suites too: a binding in an ``if`` body does not reach a use in its ``else``)
+    blocks = (cst.For, cst.While, cst.If, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match,
+              cst.IndentedBlock, cst.SimpleStatementSuite, cst.Else)
     if any(isinstance(a, blocks) and id(a) not in around_use for a in ancestors(metadata, last)):
         return None
     return last

@@ -695,7 +695,7 @@ def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TOR
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params)
               if not _defaults_to_none(p)} - {"self", "cls"} - _tested_for_other_types(function) \
-        - _converted_to_tensors(function)
+        - _converted_to_tensors(function) - _arrays_or_images(function)
     for node in walk(function.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in params:
             if node.attr.value in attributes:
@@ -759,6 +759,33 @@ def _fed_to_own_parts(method: cst.FunctionDef) -> str | None:
         if found:
             return found
     return None
+
+
+_ARRAY_OR_IMAGE_METHODS = frozenset({"astype", "copy", "tobytes", "crop", "paste", "convert", "getpixel", "putpixel",
+                                     "thumbnail", "getbbox"})
+
+
+def _arrays_or_images(function: cst.FunctionDef) -> set[str]:
+    """Parameters the body treats as a NumPy array or a PIL image, which have no torch device:
+    handed to a NumPy function (``np.fliplr(x)``), asked for ``.astype``/``.crop``/``.paste``, their
+    ``size`` unpacked as a pair (``w, h = img.size``), or rebound by a plain function's result
+    (``pic = as_array(pic)``). ``shape``, ``dtype`` and ``ndim`` alone prove nothing."""
+    found: set[str] = set()
+    for node in walk(function.body):
+        if isinstance(node, cst.Call) and (dotted(node.func) or "").startswith(("np.", "numpy.")):
+            found |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
+                and node.attr.value in _ARRAY_OR_IMAGE_METHODS:
+            found.add(node.value.value)
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0].target, node.value
+            if isinstance(target, cst.Tuple) and isinstance(value, cst.Attribute) and value.attr.value == "size" \
+                    and isinstance(value.value, cst.Name):
+                found.add(value.value.value)  # ``w, h = img.size``: a tensor's ``size`` is a method
+            elif isinstance(target, cst.Name) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+                    and any(isinstance(a.value, cst.Name) and a.value.value == target.value for a in value.args):
+                found.add(target.value)  # ``pic = as_array(pic)``: whatever that returns
+    return found
 
 
 def _makes_host_data(value: cst.BaseExpression) -> bool:

@@ -38,6 +38,7 @@ from ..analysis.roles import holds_no_tensors
 from ..analysis.scopes import assigned_value, only_assigned_value, scope_bindings
 from ..analysis.tree import ancestors, code_of, mentions_name, nodes_of, walk
 from ..analysis.names import dotted, method_call, qualified_names
+from ..analysis.tensors import in_signature
 from .base import Invalid, Rule, Valid
 
 
@@ -105,6 +106,14 @@ class CudaCall(Rule):
         if any(a.keyword is not None and a.keyword.value not in ("non_blocking", "memory_format") for a in args):
             return updated_node
         device = self.device_for(original_node)
+        if device is not None and in_signature(self.metadata, original_node) and not (
+                isinstance(device, cst.Name) and device.value == self.shared_name):
+            # ``def shade(frames, offset=torch.Tensor(...).cuda())``: a default runs when the function is
+            # defined, before any parameter exists; only the module's own device could go there
+            self.report(original_node, "`.cuda()` not rewritten: it is in a parameter default, which runs when "
+                                       "the function is defined, before its inputs exist; default to None and "
+                                       "make the tensor on the input's device in the body")
+            return updated_node
         if device is not None and gpu_only(self.metadata, original_node) and self.devices.in_library_code(original_node):
             return updated_node  # ``if a.is_cuda: a = a.cuda()`` in library code: correct, and no global device there
         if device is None:

@@ -54,7 +54,7 @@ from ..analysis.loops import find_loader, packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import DTYPES, IN_PLACE_FILLS, checked_for_none, passes_itself, runs_only_through_its_methods, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+from ..analysis.tensors import DTYPES, IN_PLACE_FILLS, TENSOR_METHODS, checked_for_none, passes_itself, runs_only_through_its_methods, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
     filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
     scalar_operand
 from .base import Invalid, Rule, Valid
@@ -70,6 +70,11 @@ _CAST = "a `.type(torch.<Type>Tensor)` cast"
 # The dtype of each legacy tensor type.
 _LEGACY_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
                   "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+
+
+# Methods only a model is asked for, among the objects a script builds.
+_MODEL_API_CALLS = frozenset({"eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict",
+                              "zero_grad", "modules", "children"})
 
 
 def _cast_dtype(metadata, cast: cst.Call) -> str | None:
@@ -143,7 +148,7 @@ class FactoryDevice(Rule):
             # also be imported by a script that sets none (cleanrl's enjoy.py): they still follow
             # their input or their buffers.
             return updated_node
-        if not self._needs_device(original_node) or self._moved_after(original_node) \
+        if not self._needs_device(original_node) or self._moved_after(original_node) or self._cast_to_the_host(original_node) \
                 or self._variable_moved_later(original_node) or self._left_to_the_author(original_node) \
                 or self._host_first_then_moved(original_node):
             return updated_node
@@ -315,6 +320,31 @@ class FactoryDevice(Rule):
             return moved_downstream(self.metadata, call) or shape_data(self.metadata, call) \
                 or meets_host_result(self.metadata, call)
         return moved_downstream(self.metadata, call, strict=True) or filled_from_host(self.metadata, call)
+
+    def _cast_to_the_host(self, call: cst.CSTNode) -> bool:
+        """``(torch.ones(n, 1) * cls).type(torch.LongTensor)``: the author casts it to a CPU type, which
+        brings it back to the CPU wherever it was made (semi-supervised-pytorch's ``enumerate_discrete``);
+        also through its variable (``rows = torch.zeros(...)`` ... ``return rows.type(torch.LongTensor)``)."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, call)
+        if name is not None and any(self._cast_to_the_host(use) for use in uses_of_binding(self.metadata, name)
+                                    if use is not call):
+            return True
+        current: cst.CSTNode = call
+        while True:
+            parent = parents.get(current)
+            if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+                current = parent
+            elif isinstance(parent, cst.Attribute) and parent.value is current and isinstance(parents.get(parent), cst.Call):
+                outer = parents[parent]
+                if parent.attr.value == "type" and len(outer.args) == 1 \
+                        and qualified_names(self.metadata, outer.args[0].value) & HOST_MAKERS:
+                    return True
+                if parent.attr.value not in TENSOR_METHODS:
+                    return False
+                current = outer
+            else:
+                return False
 
     def _moved_after(self, call: cst.Call) -> bool:
         """``torch.zeros(n).to(...)`` / ``.cuda()`` that already moves it: folded below when the
@@ -638,9 +668,18 @@ class FactoryDevice(Rule):
                     and self._pinned_to_cpu(callee.func.value):
                 return True  # ``policy.act(obs, hxs)`` of a policy loaded with ``map_location="cpu"``
             if isinstance(callee.func, cst.Attribute) and isinstance(callee.func.value, cst.Name) \
+                    and self._acts_as_a_model(callee.func.value) and self._unplaced_object(callee.func.value):
+                return True  # ``model.sample(z)`` of a class devmod cannot see (a package re-export), never moved
+            if isinstance(callee.func, cst.Attribute) and isinstance(callee.func.value, cst.Name) \
                     and (self._made_by_a_parameter(callee.func.value) or self._loaded_as_saved(callee.func.value)):
                 return True  # ``ac = actor_critic()`` (a class handed in), never moved: ``ac.act(obs)``
         return False
+
+    def _acts_as_a_model(self, name: cst.Name) -> bool:
+        """``model.eval()``, ``model.parameters()``, ``model.state_dict()``: the object is used as a model."""
+        parents = self.metadata[ParentNodeProvider]
+        return any(isinstance(parents.get(use), cst.Attribute) and parents[use].attr.value in _MODEL_API_CALLS
+                   for use in uses_of(self.metadata, name))
 
     def _loaded_as_saved(self, name: cst.Name) -> bool:
         """``model = torch.load(path)`` that DM302 leaves where it was saved, because it runs only

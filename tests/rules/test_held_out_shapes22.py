@@ -610,3 +610,81 @@ def test_ids_handed_to_a_function_with_their_model_do_not_hold_the_group_back():
     """)
     assert not [f for f in result.findings if not f.fixed]
     assert "table = torch.nn.Embedding(20, 3).to(device)" in result.output
+
+
+def test_a_cuda_call_in_a_parameter_default_is_reported_not_given_a_parameters_device(tmp_path: Path):
+    # Twenty-sixth run: pytorch-pose's ``def color_normalize(x, mean=torch.Tensor([...]).cuda(), ...)`` became
+    # ``.to(x.device)``; a default runs when the function is defined, so importing the package raised NameError.
+    (tmp_path / "overlay.py").write_text(
+        "import torch\n\n\ndef shade(frames, offset=torch.Tensor([0.1, 0.2, 0.3]).cuda()):\n"
+        "    return frames[:frames.size(0)] + offset.view(3, 1, 1)\n")
+    (tmp_path / "run.py").write_text(
+        "import torch\nfrom overlay import shade\n\nprint(shade(torch.rand(3, 2, 2)).shape)\n")
+    reports = list(process_files([str(tmp_path / "overlay.py"), str(tmp_path / "run.py")], Config(), "diff", jobs=1))
+    assert not reports[0].changed
+    assert "parameter default" in reports[0].findings[0].message
+
+
+def test_numpy_arrays_and_pil_images_give_no_device():
+    # Twenty-sixth run: pytorch-pose's ``fliplr(x)`` hands ``x`` to NumPy and torchcv's transforms take a PIL image
+    # (``w, h = img.size``); devmod wrote ``device=x.device`` / ``device=img.device`` (7 hunks).
+    _, result = run("""\
+        import random
+
+        import numpy as np
+        import torch
+
+
+        def fliplr(x):
+            if x.ndim == 3:
+                x = np.transpose(np.fliplr(np.transpose(x, (0, 2, 1))), (0, 2, 1))
+            return torch.zeros(x.shape[0]), x
+
+
+        def jitter(picture, boxes, lo=0.8, hi=1.2):
+            w, h = picture.size
+            s = random.uniform(lo, hi)
+            picture = picture.resize((int(w * s), int(h * s)))
+            return picture, boxes * torch.tensor([s, s, s, s])
+    """)
+    assert ".device" not in result.output
+
+
+def test_a_factory_cast_to_a_cpu_type_stays_on_the_cpu():
+    # Twenty-sixth run: semi-supervised-pytorch's ``enumerate_discrete`` builds
+    # ``(torch.ones(n, 1) * cls).type(torch.LongTensor)`` and ``torch.zeros(...)`` returned as ``.type(torch.LongTensor)``
+    # and moves the result itself at the end; devmod put both factories on ``x.device``, and ``scatter_`` mixed devices.
+    _, result = run("""\
+        import torch
+
+
+        def label_rows(ref, n_cls):
+            def one_block(count, cls):
+                idx = (torch.ones(count, 1) * cls).type(torch.LongTensor)
+                rows = torch.zeros((count, n_cls))
+                rows.scatter_(1, idx, 1)
+                return rows.type(torch.LongTensor)
+
+            out = torch.cat([one_block(ref.size(0), c) for c in range(n_cls)])
+            if ref.is_cuda:
+                out = out.cuda()
+            return out.float()
+    """)
+    assert "device=" not in result.output
+
+
+def test_the_input_of_a_method_of_an_unknown_unmoved_model_is_not_placed():
+    # Twenty-sixth run: semi-supervised-pytorch's notebooks import their model class through a package on
+    # ``sys.path`` that devmod cannot resolve, never move it, and call ``model.sample(torch.randn(16, 32))``;
+    # devmod placed the input alone.
+    _, result = run("""\
+        import sys
+        import torch
+        sys.path.append("../lib")
+        from nets import Coder
+
+        model = Coder()
+        model.eval()
+        print(model.sample(torch.randn(2, 4)).shape)
+    """)
+    assert result.output == result.source

@@ -31,8 +31,12 @@ device, it would come from another generator and give other numbers for the same
   follow their input), and tensors that feed CPU-side work: a Dataset or DataLoader,
   samples iterated in a loop, an index (``data[perm]``: CPU indices work on any
   device), ``.numpy()`` / ``.tolist()`` / ``.item()`` / ``.cpu()``, NumPy, matplotlib or
-  ``math`` (also after arithmetic or indexing: ``plt.axis(box * zoom)``), and tensors that
-  meet a legacy CPU tensor which stays on the CPU (``t[i] * torch.FloatTensor(pair)``).
+  ``math`` (also after arithmetic or indexing: ``plt.axis(box * zoom)``), tensors that
+  meet a legacy CPU tensor which stays on the CPU (``t[i] * torch.FloatTensor(pair)``), tensors the
+  author casts to a CPU type (``(torch.ones(n, 1) * c).type(torch.LongTensor)``), and inputs of a method
+  of an object used as a model that devmod cannot see and that is never moved.
+- A legacy tensor filled in place (``torch.LongTensor(3, 4).random_(0, 50)``) moves after its fills, so
+  its numbers come from the same generator as before.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
   string, and so do its comparisons; ``--device=cpu`` must keep working.
 - A comparison of an existing ``torch.device`` variable with a string is the same
   bug and is fixed the same way.
+- A module-level ``device = "cuda"`` above the file's ``import torch`` (a notebook's first cell) is
+  reported, not converted: ``torch.device(...)`` there would be a NameError.
 - A deliberate ``"cpu"`` is intent and stays; ``"cuda:1"`` names a second GPU on
   purpose and stays.
 - Inside an ``nn.Module`` method the device follows the input (``x.device``); in

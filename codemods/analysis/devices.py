@@ -790,10 +790,9 @@ def _arrays_or_images(function: cst.FunctionDef) -> set[str]:
 
 def _makes_host_data(value: cst.BaseExpression) -> bool:
     """``torch.FloatTensor(np.float32(state))``, ``torch.tensor(obs)``: data made into a CPU tensor."""
-    return any(isinstance(n, cst.Call) and ((dotted(n.func) or "").startswith(("np.", "numpy."))
-                                            or re.fullmatch(r"torch\.(tensor|as_tensor|from_numpy|\w*Tensor)",
-                                                            dotted(n.func) or ""))
-               for n in walk(value))
+    names = [dotted(n.func) or "" for n in walk(value) if isinstance(n, cst.Call)]
+    return any(name.startswith(("np.", "numpy.")) or name.count(".") == 1 and name.startswith("torch.")
+               and (name[6:] in _TENSOR_FROM_DATA or name.endswith("Tensor")) for name in names)
 
 
 def _defaults_to_none(param: cst.Param) -> bool:

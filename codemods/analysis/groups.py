@@ -42,11 +42,12 @@ from .tree import ancestors, code_of, in_source_order, line_of, nodes_of, walk
 # Attributes of a dataset object that hold its whole storage as tensors.
 _DATASET_STORAGE = frozenset({"data", "targets", "tensors", "train_data", "train_labels", "test_data",
                               "test_labels"})
-# Methods that keep a tensor a tensor on the same device (climbed through in both directions).
 # Functions whose result lives where their one argument does.
 _SAME_DEVICE_WRAPPERS = frozenset({"Variable", "autograd.Variable", "torch.autograd.Variable", "deepcopy",
                                    "copy.deepcopy"})
+# Names of the project helpers that move what they are handed (``to_device(device, net)``).
 _MOVER_NAME = re.compile(r"^to_|device|move|send|cuda|gpu", re.IGNORECASE)
+# Methods that keep a tensor a tensor on the same device (climbed through in both directions).
 _SAME_DEVICE_METHODS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "detach", "clone",
                                   "view", "reshape", "unsqueeze", "squeeze", "permute", "t", "contiguous",
                                   "flatten", "argmax", "argmin", "max", "min", "sum", "mean", "softmax",
@@ -196,12 +197,13 @@ def _unplaceable_inside(metadata: Mapping, facts: ClassFacts, built: cst.Call,
     for method in klass.body.body:
         if not isinstance(method, cst.FunctionDef) or method.name.value in building:
             continue
-        for call in nodes_of(method, cst.Call):
+        calls = list(nodes_of(method, cst.Call))
+        moved = {id(x) for n in calls if isinstance(n.func, cst.Attribute) and n.func.attr.value in _MOVES
+                 for x in walk(n.func.value)}  # everything under a ``.to(...)`` / ``.cuda()`` receiver
+        for call in calls:
             if not (factory_name(metadata, call) or qualified_names(metadata, call.func) & HOST_MAKERS):
                 continue
-            if any(a.keyword and a.keyword.value in ("device", "out") for a in call.args) \
-                    or any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _MOVES
-                           and any(x is call for x in walk(n.func.value)) for n in nodes_of(method, cst.Call)):
+            if any(a.keyword and a.keyword.value in ("device", "out") for a in call.args) or id(call) in moved:
                 continue  # placed by its author
             if flows_only_to_cpu(metadata, call) or placeable(call):
                 continue

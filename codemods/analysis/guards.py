@@ -35,6 +35,32 @@ def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
     return False
 
 
+def gpu_only_by_design(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """Code that needs a GPU by what it does, not by a switch: in a class (or, outside one, a
+    function) that runs work on CUDA streams (``torch.cuda.Stream()``, timm's prefetching loader),
+    or in a loop over ``torch.cuda.device_count()`` / under ``with torch.cuda.device(i):`` (a buffer
+    per GPU, mixup-cifar10's efficient DenseNet). It runs only where the program has GPUs."""
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, cst.For) and any(
+                isinstance(n, cst.Call) and "torch.cuda.device_count" in qualified_names(metadata, n.func)
+                for n in walk(parent.iter)):
+            return True
+        if isinstance(parent, cst.With) and any(
+                isinstance(item.item, cst.Call) and "torch.cuda.device" in qualified_names(metadata, item.item.func)
+                for item in parent.items):
+            return True
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            break
+    ancestry = list(ancestors(metadata, node))
+    holder = next((a for a in ancestry if isinstance(a, cst.ClassDef)), None) \
+        or next((a for a in ancestry if isinstance(a, cst.FunctionDef)), None)
+    return holder is not None and any(
+        isinstance(n, cst.Call) and qualified_names(metadata, n.func) & _CUDA_STREAM_CALLS for n in walk(holder))
+
+
+_CUDA_STREAM_CALLS = frozenset({"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream"})
+
+
 def in_cuda_available_branch(metadata: Mapping, node: cst.CSTNode) -> bool:
     """In the body of ``if torch.cuda.is_available():`` itself (stricter than ``gpu_only``: no
     other switch, no early exit), where the author's ``else`` usually handles the CPU."""

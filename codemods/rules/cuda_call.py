@@ -33,7 +33,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, method_name
-from ..analysis.guards import gpu_only, is_cuda_available_call
+from ..analysis.guards import gpu_only, gpu_only_by_design, is_cuda_available_call
 from ..analysis.roles import holds_no_tensors
 from ..analysis.scopes import assigned_value, only_assigned_value, scope_bindings
 from ..analysis.tree import ancestors, code_of, mentions_name, nodes_of, walk
@@ -83,8 +83,8 @@ class CudaCall(Rule):
             return updated_node
         if self._inside_own_cuda_method(original_node) or self._plain_object(original_node):
             return updated_node  # the class's own ``cuda()``: asked for by its caller, and no ``.to()`` to call
-        if self._in_cuda_stream_code(original_node) or self._once_per_gpu(original_node):
-            return updated_node  # GPU-only by design (a CUDA-stream prefetcher, a buffer per GPU): right as written
+        if gpu_only_by_design(self.metadata, original_node):
+            return updated_node  # a CUDA-stream prefetcher, a buffer per GPU: right as written
         args = list(updated_node.args)
         if any(a.keyword is None for a in args):
             if self._names_a_device(original_node.args[0]):
@@ -128,33 +128,6 @@ class CudaCall(Rule):
         new_args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in new_args]
         replacement = updated_node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=new_args)
         return self.fix(original_node, updated_node, replacement, "`.cuda()` -> `.to(device)`")
-
-    def _in_cuda_stream_code(self, call: cst.Call) -> bool:
-        """In a class (or, outside one, a function) that runs work on CUDA streams
-        (``torch.cuda.Stream()``, ``with torch.cuda.stream(s):``): timm's prefetching loader,
-        used only where the program asked for a GPU."""
-        holder = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.ClassDef)), None) \
-            or next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.FunctionDef)), None)
-        if holder is None:
-            return False
-        return any(isinstance(n, cst.Call) and qualified_names(self.metadata, n.func)
-                   & {"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream"} for n in walk(holder))
-
-    def _once_per_gpu(self, call: cst.Call) -> bool:
-        """``for i in range(torch.cuda.device_count()):`` or ``with torch.cuda.device(i):`` around it
-        (mixup-cifar10's per-GPU buffers): it runs only where there are GPUs, once on each."""
-        for parent in ancestors(self.metadata, call):
-            if isinstance(parent, cst.For) and any(
-                    isinstance(n, cst.Call) and "torch.cuda.device_count" in qualified_names(self.metadata, n.func)
-                    for n in walk(parent.iter)):
-                return True
-            if isinstance(parent, cst.With) and any(
-                    isinstance(item.item, cst.Call) and "torch.cuda.device" in qualified_names(self.metadata, item.item.func)
-                    for item in parent.items):
-                return True
-            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
-                return False
-        return False
 
     def _inside_own_cuda_method(self, call: cst.Call) -> bool:
         """``def cuda(self): self.crit.cuda()``: a class's own ``cuda()`` that forwards the move to

@@ -196,13 +196,8 @@ class NumpyCpu(Rule):
         ``img`` that surely reaches the use is a surely-torch tensor (the loop's own ``img``
         is rebound first)."""
         root = _chain_root(value)
-        if not isinstance(root, cst.Name):
-            return False
-        bindings = scope_bindings(self.metadata[ScopeProvider].get(root), root.value)
-        reaching = dominating_binding_above(self.metadata, root, [b.node for b in bindings if isinstance(b.node, cst.Name)])
-        target = self.metadata[ParentNodeProvider].get(reaching) if reaching is not None else None
-        assign = self.metadata[ParentNodeProvider].get(target) if isinstance(target, cst.AssignTarget) else None
-        return isinstance(assign, cst.Assign) and len(assign.targets) == 1 and self._is_torch_tensor(assign.value)
+        reached = _reaching_value(self.metadata, root) if isinstance(root, cst.Name) else None
+        return reached is not None and self._is_torch_tensor(reached)
 
     def _fed_cpu_tensors(self, receiver: cst.BaseExpression) -> bool:
         """``def show(alphas): ... alphas[t].numpy()`` where every call of ``show`` in the file

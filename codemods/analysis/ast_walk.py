@@ -40,3 +40,13 @@ def add_ast_children(node: ast.AST, found: list[ast.AST]) -> None:
                     found.append(item)
         elif isinstance(value, ast.AST):
             found.append(value)
+
+
+def ast_dotted(node: ast.AST) -> str:
+    """``torch.nn.Linear`` for that attribute chain; "" for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = ast_dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""

@@ -136,6 +136,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                  self_placing: frozenset[str] = frozenset(),
                  list_collators: frozenset[str] = frozenset(),
                  host_methods: frozenset[str] = frozenset(),
+                 unplaceable_methods: frozenset[tuple[str, str, str]] = frozenset(),
                  in_library: Callable[[cst.CSTNode], bool] = lambda node: True) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
@@ -171,7 +172,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         if pinned_to_cpu(metadata, statement.targets[0].target) or _built_on_the_cpu(metadata, built):
             # ``model.to("cpu")  # on purpose``, ``Extractor(torch.device("cpu"), 4)``: the author's CPU
             groups[statement].cpu_by_design, groups[statement].placed = True, False  # placed on the CPU
-        unplaced = _unplaceable_inside(metadata, facts, built, placeable)
+        unplaced = _unplaceable_inside(metadata, facts, built, placeable) \
+            or _unplaceable_imported(metadata, statement.targets[0].target, built, unplaceable_methods)
         if unplaced is not None:
             groups[statement].foreign.append(unplaced)
         for held in groups[statement].held_out:
@@ -209,6 +211,36 @@ def _unplaceable_inside(metadata: Mapping, facts: ClassFacts, built: cst.Call,
                 continue
             return (f"its class `{built.func.value}` makes a tensor at line {line_of(metadata, call)} "
                     "that devmod has no device for (its method takes no tensor to follow)")
+    return None
+
+
+# Builtins that look at a model without running it.
+_READ_ONLY_BUILTINS = frozenset({"print", "len", "str", "repr", "isinstance", "type", "id", "hasattr", "getattr",
+                                 "setattr", "vars", "dir"})
+
+
+def _unplaceable_imported(metadata: Mapping, model: cst.Name, built: cst.Call,
+                          unplaceable: frozenset[tuple[str, str, str]]) -> str | None:
+    """Why a model of a class imported from another file cannot move: a method this file runs
+    (``model(...)``, or ``model.method(...)``; also the model handed on, which may be run there)
+    makes a tensor there that devmod has no device for (``project.FileRole.unplaceable_methods``)."""
+    name = dotted(built.func)
+    methods = {method: where for klass, method, where in unplaceable if klass == name}
+    if not methods:
+        return None
+    parents = metadata[ParentNodeProvider]
+    for use in uses_of_binding(metadata, model):
+        parent = parents.get(use)
+        ran = None
+        handed = isinstance(parent, cst.Arg) and isinstance(parents.get(parent), cst.Call) \
+            and dotted(parents.get(parent).func) not in _READ_ONLY_BUILTINS
+        if isinstance(parent, cst.Call) and parent.func is use or handed:
+            ran = methods.get("forward") or methods.get("__call__")
+        elif isinstance(parent, cst.Attribute) and parent.value is use and isinstance(parents.get(parent), cst.Call):
+            ran = methods.get(parent.attr.value)
+        if ran is not None:
+            return (f"its class `{name}` makes a tensor at {ran} that devmod has no device for "
+                    "(its method takes no tensor to follow)")
     return None
 
 

@@ -29,7 +29,8 @@ from typing import Callable, Iterable
 
 from .bases import NN_MODULE_BASES
 from .factory_names import tensor_factories
-from .ast_walk import ast_nodes
+from .ast_walk import ast_dotted, ast_nodes
+from .unplaceable_classes import tensors_it_cannot_place
 
 # As written in the source (``ast``, no import resolution): ``Module``, ``nn.Module``, ``torch.nn.Module``.
 _NN_MODULE = NN_MODULE_BASES | {f"{prefix}{name.rsplit('.', 1)[-1]}" for name in NN_MODULE_BASES
@@ -65,6 +66,9 @@ class FileRole:
     # Methods of model classes imported from other files that return a fresh CPU tensor
     # (``net.init_hidden()`` building ``torch.zeros(...)``): library code devmod leaves as it is.
     host_methods: frozenset[str] = frozenset()
+    # (class, method, where) for model classes of other files whose method makes a tensor devmod has no
+    # device for (graphsage's aggregator): a model of one moved by this file would compute with it.
+    unplaceable_methods: frozenset[tuple[str, str, str]] = frozenset()
     in_package: bool = False  # a module of a package (an ``__init__.py`` beside it): library-shaped
 
 
@@ -95,6 +99,7 @@ class _Summary:
     self_placing: set[str] = field(default_factory=set)  # classes whose ``__init__`` moves ``self``
     cuda_methods: set[str] = field(default_factory=set)  # classes that define their own ``cuda()``
     host_methods: dict[str, set[str]] = field(default_factory=dict)  # class -> its methods returning CPU tensors
+    unplaceable: dict[str, dict[str, int]] = field(default_factory=dict)  # class -> {method: line of the tensor}
 
 
 def module_names(path: str) -> tuple[str, ...]:
@@ -193,6 +198,11 @@ def summarise(path: str, source: str) -> _Summary | None:
             methods = {f.name for f in stmt.body if isinstance(f, ast.FunctionDef) and _returns_fresh_tensor(f)}
             if methods:
                 summary.host_methods[stmt.name] = methods
+            makers = _HOST_DATA | tensor_factories()
+            if any(isinstance(n, ast.Call) and _dotted(n.func) in makers for n in nodes):
+                unplaced = tensors_it_cannot_place(stmt, makers)
+                if unplaced:
+                    summary.unplaceable[stmt.name] = unplaced
             _collect_loads(summary, _CLASS, _outside(nodes, [*stmt.bases, *stmt.keywords, *stmt.decorator_list]))
         elif _is_main_guard(stmt):
             summary.has_main = True
@@ -364,13 +374,7 @@ def _absolute(module: str | None, level: int, package: str) -> str:
     return ".".join([*base, module] if module else base)
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else ""
-    return ""
+_dotted = ast_dotted
 
 
 def _is_main_guard(stmt: ast.stmt) -> bool:
@@ -681,7 +685,19 @@ class ProjectIndex:
                         plain_classes=frozenset(plain), cuda_method_classes=frozenset(own_cuda),
                         star_names=frozenset(self._star_variables(summary)),
                         host_methods=frozenset(self._host_methods_seen_in(summary, host_methods)),
+                        unplaceable_methods=frozenset(self._unplaceable_seen_in(summary, visible)),
                         in_package=in_package)
+
+    def _unplaceable_seen_in(self, summary: _Summary,
+                             visible: dict[str, tuple[str, str]]) -> Iterable[tuple[str, str, str]]:
+        """``FileRole.unplaceable_methods``: of the model classes this file imports by name."""
+        for name, (file, original) in visible.items():
+            other = self.files.get(file)
+            if file == summary.path or other is None or (file, original) not in self.model_classes:
+                continue
+            where = os.path.relpath(file, os.path.dirname(summary.path))
+            for method, line in other.unplaceable.get(original, {}).items():
+                yield name, method, f"{where}:{line}"
 
     def _host_methods_seen_in(self, summary: _Summary, imported: set[str]) -> set[str]:
         """The methods that return new CPU tensors, for a file: those of the classes it imports, and

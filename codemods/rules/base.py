@@ -152,6 +152,7 @@ class Rule(VisitorBasedCodemodCommand):
                                   self_placing=self.state.role.self_placing,
                                   list_collators=self.state.role.list_collators,
                                   host_methods=self.state.role.host_methods,
+                                  unplaceable_methods=self.state.role.unplaceable_methods,
                                   in_library=self.devices.in_library_code)
             cached = self.state.groups = (self.tree, groups)
         return cached[1]

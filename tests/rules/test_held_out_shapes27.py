@@ -1,0 +1,82 @@
+"""Shapes found by the twenty-seventh held-out trial and the open shapes of earlier runs
+(docs/real-repos.md "Twenty-seventh run"). Each test fails on the code before its fix (72007e7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+from codemods.config import Config
+from codemods.driver import process_files
+
+_AGGREGATOR = """\
+    import torch
+    import torch.nn as nn
+
+
+    class SetMean(nn.Module):
+        def __init__(self, table):
+            super().__init__()
+            self.table = table
+
+        def forward(self, ids, groups):
+            members = [set(g) | {ids[k]} for k, g in enumerate(groups)]
+            order = sorted(set.union(*members))
+            weights = torch.zeros(len(members), len(order))
+            for r, m in enumerate(members):
+                for n in m:
+                    weights[r, order.index(n)] = 1.0 / len(m)
+            return weights.mm(self.table(torch.LongTensor(order)))
+
+        def sample(self, count):
+            codes = torch.randint(0, 10, (count,))
+            return self.table(codes)
+"""
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> dict[str, object]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(dedent(text))
+    reports = process_files([str(tmp_path / n) for n in files], Config(), "diff", jobs=1)
+    return {Path(r.path).name: r for r in reports}
+
+
+def test_a_model_of_an_imported_class_that_makes_cpu_tensors_in_forward_stays_and_is_reported(tmp_path: Path):
+    # graphsage's aggregator, imported by its driver (the 25th run): its forward takes lists of ids and
+    # builds ``torch.zeros(...)`` and ``torch.LongTensor(ids)``, which devmod gives no device in library
+    # code. The driver's model got ``.to(device)`` and every forward then mixed devices.
+    reports = _project(tmp_path, {"sets.py": _AGGREGATOR, "run.py": """\
+        import torch.nn as nn
+        from sets import SetMean
+
+        agg = SetMean(nn.Embedding(10, 4))
+        print(agg([1, 2, 3], [{4, 5}, {6}, {7, 8, 9}]).shape)
+    """})
+    run = reports["run.py"]
+    assert not run.diff
+    assert [f.code for f in run.findings] == ["DM202"]
+    assert "sets.py:13" in run.findings[0].message and "`SetMean`" in run.findings[0].message
+
+
+def test_a_model_of_an_imported_class_still_moves_when_the_method_that_makes_cpu_tensors_is_not_run(tmp_path: Path):
+    # Only ``sample(count)`` would compute with a tensor devmod cannot place; this driver never calls it.
+    aggregator = _AGGREGATOR.replace("def forward(self, ids, groups):", "def forward(self, x):\n"
+                                     "            return self.table(x)\n\n        def pool(self, ids, groups):")
+    reports = _project(tmp_path, {"sets.py": aggregator, "run.py": """\
+        import torch
+        import torch.nn as nn
+        from sets import SetMean
+
+        agg = SetMean(nn.Embedding(10, 4))
+        print(agg(torch.tensor([1, 2])).shape)
+    """})
+    assert "SetMean(nn.Embedding(10, 4)).to(device)" in reports["run.py"].diff
+    reports = _project(tmp_path, {"run.py": """\
+        import torch
+        import torch.nn as nn
+        from sets import SetMean
+
+        agg = SetMean(nn.Embedding(10, 4))
+        print(agg(torch.tensor([1, 2])).shape, agg.sample(3).shape)
+    """, "sets.py": aggregator})
+    assert not reports["run.py"].diff and "sets.py:23" in reports["run.py"].findings[0].message

@@ -22,7 +22,8 @@ device explicitly:
   ``x.requires_grad_()``. ``Variable`` always returned a detached tensor, so where ``x``
   may carry a graph (anything but a fresh tensor or a DataLoader batch) the result is
   ``x.detach()``. ``volatile=`` has had no effect since 0.4 and is dropped; the import
-  goes once nothing uses it; ``x = Variable(x)`` disappears.
+  goes once nothing uses it; ``x = Variable(x)`` disappears. A wrapper that passes its
+  caller's keywords on (``Variable(t, **kwargs)``) is left as it is.
 
 Where no device is safe (a model's ``__init__``, Dataset code) nothing is rewritten and
 the use is reported.
@@ -391,8 +392,10 @@ class LegacyCuda(Rule):
         args = positional(original)
         extra = [a for a in original.args if a.keyword is not None and a.keyword.value not in
                  ("requires_grad", "volatile")]
-        if original.args and all(a.star for a in original.args):
-            return updated  # ``Variable(*args, **kwargs)`` in a pass-through wrapper: whatever it gets, as is
+        if original.args and all(a.star for a in original.args) or any(a.star == "**" for a in original.args):
+            # ``Variable(*args, **kwargs)``, ``Variable(t, **opts)`` in a pass-through wrapper: whatever it
+            # gets (``requires_grad=True`` from a caller), as is
+            return updated
         if len(args) != 1 or args[0].star or extra or len(original.args) - len(args) > 2:
             self.report(original, "`Variable(...)` with these arguments is not rewritten; a tensor is used as is "
                                   "since PyTorch 0.4")
@@ -650,6 +653,9 @@ class LegacyCuda(Rule):
               "valid = torch.ones(4, 1, device=device)\nx = torch.randn(4).to(device, torch.float32)\n"),
         Valid("import torch\nfrom torch import Tensor\n\ndef f(x: Tensor) -> Tensor:\n"
               "    return torch.FloatTensor([1.0]) + x\n"),
+        # a wrapper passing on its caller's keywords (``requires_grad=True``) keeps them
+        Valid("import torch\nfrom torch.autograd import Variable\n\ndef variable(t, **kwargs):\n"
+              "    return Variable(t, **kwargs)\n"),
     ]
     INVALID = [
         Invalid(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from textwrap import dedent
 
+from all_rules_support import rewrite as run
+
 from codemods.config import Config
 from codemods.driver import process_files
 
@@ -80,3 +82,22 @@ def test_a_model_of_an_imported_class_still_moves_when_the_method_that_makes_cpu
         print(agg(torch.tensor([1, 2])).shape, agg.sample(3).shape)
     """, "sets.py": aggregator})
     assert not reports["run.py"].diff and "sets.py:23" in reports["run.py"].findings[0].message
+
+
+def test_a_variable_wrapper_that_passes_on_its_callers_keywords_is_left_as_it_is():
+    # ewc.pytorch's ``def variable(t, use_cuda=True, **kwargs): ... return Variable(t, **kwargs)`` became
+    # ``return t.detach()``, dropping a caller's ``requires_grad=True`` (then "does not require grad").
+    _, result = run("""\
+        import torch
+        from torch.autograd import Variable
+
+
+        def wrap(t, **opts):
+            return Variable(t, **opts)
+
+
+        x = wrap(torch.ones(3), requires_grad=True)
+        print(torch.autograd.grad((x * x).sum(), x))
+    """)
+    assert "detach" not in result.output and "Variable(t, **opts)" in result.output
+    assert not result.findings

@@ -175,7 +175,7 @@ class ModelToDevice(Rule):
         moved = to_call(updated.value, device)
         message = (f"loss `{name}` keeps its weight tensor on the CPU: `.to(device)` moves it"
                    if loss_weight_argument(self.metadata, value) is not None
-                   else f"model `{name}` is never moved: `.to(device)` where it is built")
+                   else f"model `{name}` goes to the device where it is built (`.to(device)`), before any use")
         return self.fix(original, updated, updated.with_changes(value=moved), message)
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,

@@ -9,7 +9,8 @@ to point at and falls back to the CPU on machines without a GPU.
   ``DEVICE = ...``) is reused; no second one is created. So is a ``device`` that a
   ``from config import *`` of a project file brings.
 - A definition that comes after its first use moves up to the imports; several
-  identical definitions collapse into one.
+  identical definitions collapse into one (within a notebook cell: each cell that defines
+  its own device keeps it, so that it still runs on its own).
 - A notebook imports as it goes (``import torch`` in the first cell, ``from torch import nn``
   in a later one): the device goes after the last torch import above its first use.
 - Where no place comes before the first use (torch is imported only below it, or inside a
@@ -147,10 +148,14 @@ class SharedDevice(Rule):
         elif keep.statement in body:
             self._keeper = keep.statement
         same = code_of(keep.assign.value)
+        cells = _cells(body)
         for other in definitions[1:]:
             # Only a copy at module level: one inside a block (an ``if cuda: ... elif mps: ...`` chain
             # of a notebook cell) would leave a ``pass`` behind in the middle of the author's choice.
-            if code_of(other.assign.value) == same and len(other.statement.body) == 1 and other.statement in body:
+            # Not a copy in another notebook cell: each experiment cell that defines its own device
+            # still runs on its own (lr-finder's notebooks).
+            if code_of(other.assign.value) == same and len(other.statement.body) == 1 and other.statement in body \
+                    and cells.get(id(other.statement)) == cells.get(id(keep.statement)):
                 comments = self._moving_comments(other.statement)
                 if comments and self._keeper is None:
                     continue  # nowhere to carry its comments: leave the copy in place
@@ -300,6 +305,16 @@ class _Remover(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         return cst.RemovalSentinel.REMOVE if original_node in self.remove else updated_node
+
+
+def _cells(body: Sequence[cst.BaseStatement]) -> dict[int, int]:
+    """id of each top-level statement -> its notebook cell's number (all 0 in a plain file)."""
+    cells, cell = {}, 0
+    for statement in body:
+        if any(line.comment is not None and is_cell_marker(line.comment.value) for line in statement.leading_lines):
+            cell += 1
+        cells[id(statement)] = cell
+    return cells
 
 
 def split_at_cell_marker(lines: Sequence[cst.EmptyLine]) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:

@@ -6,7 +6,8 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
 ``device=device``) keeps every tensor on the same device and falls back to the CPU.
 
 - A variable hard-coded to CUDA (``device = "cuda:0"``, ``dev = torch.device("cuda")``)
-  becomes the shared ``torch.device(... if torch.cuda.is_available() else "cpu")``;
+  becomes the shared ``torch.device(... if torch.cuda.is_available() else "cpu")`` (each
+  copy alike where the same definition is repeated, as in a notebook's experiment cells);
   its comparisons with strings are rewritten to ``device.type == "cuda"``, because a
   ``torch.device`` never equals a string. If the variable is used as a string
   elsewhere (``.startswith``, slicing, concatenation), nothing is converted and the
@@ -40,7 +41,7 @@ from ..analysis.device_anchor import torch_bound_before
 from ..analysis.devices import DEVICE_LIKE_NAMES, cuda_string, guessed_from_parameters, hardcoded_cuda, is_torch_device_call
 from ..analysis.modules import ignored_argument
 from ..analysis.names import keyword, positional, qualified_names
-from ..analysis.tree import walk
+from ..analysis.tree import code_of, walk
 from .base import Invalid, Rule, Valid
 from .shared_device import device_expression
 
@@ -89,7 +90,8 @@ class StringDevice(Rule):
                 name = node.value  # type: ignore[union-attr]
                 new_value = self._converted_value(assign.value)
                 is_device = new_value is not None or is_torch_device_call(self.metadata, assign.value)
-                if not is_device or len(scope.assignments[name]) != 1:
+                if not is_device or len(scope.assignments[name]) != 1 and not (
+                        new_value is not None and self._repeated_as_is(scope.assignments[name], assign)):
                     continue
                 if isinstance(assign.value, cst.SimpleString) and self._overridable(module, name):
                     continue
@@ -110,6 +112,13 @@ class StringDevice(Rule):
                     self._definitions[assign] = new_value
                 for access in accesses:
                     self._plan_comparison(access, name)
+
+    def _repeated_as_is(self, assignments, assign: cst.Assign) -> bool:
+        """Every binding of the name is this same hard-coded device (each experiment cell of a
+        notebook with its own ``device = torch.device('cuda')``): each is converted alike."""
+        same = code_of(assign.value)
+        binders = [self._assign_of(getattr(a, "node", None)) for a in assignments]
+        return all(b is not None and code_of(b.value) == same for b in binders)
 
     def _overridable(self, module: cst.Module, name: str) -> bool:
         """Can user input replace ``name``'s string value? nanoGPT's configurator execs code over

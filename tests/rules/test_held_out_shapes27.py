@@ -101,3 +101,18 @@ def test_a_variable_wrapper_that_passes_on_its_callers_keywords_is_left_as_it_is
     """)
     assert "detach" not in result.output and "Variable(t, **opts)" in result.output
     assert not result.findings
+
+
+def test_each_notebook_cell_that_defines_its_own_device_keeps_a_converted_definition(tmp_path: Path):
+    # pytorch-lr-finder's notebooks: each experiment cell starts with ``device = torch.device('cuda')``;
+    # devmod converted the first and dropped the others as repeated, so a later cell no longer ran alone.
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("import torch\nimport torch.nn as nn"), *(
+        nbformat.v4.new_code_cell(f"device = torch.device('cuda')\nnet{k} = nn.Linear(2, 2).to(device)\n"
+                                  f"print(net{k}(torch.ones(1, 2, device=device)))") for k in (1, 2))]
+    nbformat.write(notebook, tmp_path / "experiments.ipynb")
+    (report,) = process_files([str(tmp_path / "experiments.ipynb")], Config(), "diff", jobs=1)
+    converted = '+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+    assert report.diff.count(converted) == 2 and "-device = torch.device('cuda')\n net2" not in report.diff

@@ -363,6 +363,24 @@ class DeviceLookup:
             return None
         return cst.Name(self.shared_name)
 
+    def input_device(self, node: cst.CSTNode) -> cst.Attribute | None:
+        """``x.device`` of the tensor input that the forward path or helper around ``node``
+        computes on, or None (driver code, construction, data code, no tensor input)."""
+        place = self.place(node)
+        functions = list(self._enclosing_functions(node))
+        if place.kind is ScopeKind.MODEL_METHOD and place.function is not None and place.klass is not None:
+            method = self._method_around(place.function)
+            if method.name.value in construction_methods(place.klass):
+                return None
+            function = place.function
+            tensor = self._tensor_parameter(function) or _used_as_tensor(function) or _fed_to_own_parts(function)
+        elif place.kind is ScopeKind.FUNCTION and functions and not self._in_main_block(functions[-1]) \
+                and not (not self.role.imported and functions[-1].name.value in self.role.driver_functions):
+            tensor = self._helper_tensor_parameter(functions)
+        else:
+            return None
+        return cst.Attribute(cst.Name(tensor), cst.Name("device")) if tensor else None
+
     def local_device(self, node: cst.CSTNode) -> str | None:
         """The device parameter (or local device) of a function around ``node``, if any."""
         return next(filter(None, map(self._function_device_name, self._enclosing_functions(node))), None)

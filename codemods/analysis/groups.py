@@ -1245,6 +1245,8 @@ class _GroupFinder:
                     return host
                 return host
             if isinstance(node, cst.Subscript):
+                if isinstance(node.value, cst.Name) and self._dataset_object(node.value):
+                    return True  # ``pts = store[0]``: an item of a Dataset, made on the CPU
                 node = node.value
             elif isinstance(node, cst.BinaryOperation):
                 if is_number(node.right):
@@ -1291,6 +1293,9 @@ class _GroupFinder:
             while isinstance(holder, (cst.Element, cst.Tuple, cst.List)):
                 holder = self.parents.get(holder)
             assign = self.parents.get(holder) if isinstance(holder, cst.AssignTarget) else None
+            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Subscript) \
+                    and isinstance(assign.value.value, cst.Name) and self._dataset_object(assign.value.value):
+                return True  # ``point, seg = store[idx]``: an item of a Dataset
             return isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call) and self._next_batch(assign.value)
         if not isinstance(statement, cst.Assign):
             return False
@@ -1310,6 +1315,16 @@ class _GroupFinder:
             return False
         callee = dotted(statement.value.func) or ""
         return callee.rsplit(".", 1)[-1][:1].isupper()
+
+    def _dataset_object(self, name: cst.Name) -> bool:
+        """``store = ShapeNetDataset(...)``, ``datasets.MNIST(...)``, a Dataset class of the file."""
+        if not self._bound_to_object(name):
+            return False
+        binding = scope_bindings(self.metadata[ScopeProvider].get(name), name.value)[0].node
+        built = self.parents.get(self.parents.get(binding)).value  # type: ignore[union-attr]
+        callee = dotted(built.func) or ""
+        return callee in self.facts.dataset_classes or callee.rsplit(".", 1)[-1].endswith("Dataset") \
+            or any(q.startswith("torchvision.datasets.") for q in qualified_names(self.metadata, built.func))
 
     def _model_output(self, expr: cst.BaseExpression) -> bool:
         """``net(x)``, or a name bound to it (``pred = net(x)``), for a model of the file."""

@@ -16,14 +16,16 @@ from .tree import ancestors, code_of, nodes_of, walk
 
 
 def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
-    """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``,
-    ``torch.cuda.is_available()``, ``x.is_cuda``), below an early exit on one (``if not
+    """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``, ``not args.use_cpu``,
+    ``torch.cuda.is_available()``, ``x.is_cuda``) or the ``else`` of ``if args.use_cpu:``, below an early exit on one (``if not
     torch.cuda.is_available(): return``), or in a test skipped without one (``@skipIf``)."""
     child: cst.CSTNode = node
     for parent in ancestors(metadata, node):
         if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and _names_a_gpu(parent.test) \
                 and child is not parent.test:
             return True
+        if isinstance(parent, cst.If) and child is parent.orelse and _names_a_cpu(parent.test):
+            return True  # ``if args.use_cpu: ... else: x = x.cuda()``
         if isinstance(parent, cst.FunctionDef) and any(_names_a_gpu(d.decorator) for d in parent.decorators):
             return True
         if isinstance(parent, (cst.IndentedBlock, cst.Module)):
@@ -81,6 +83,8 @@ def _names_a_gpu(expr: cst.CSTNode) -> bool:
     """Does ``expr`` read a GPU switch (any name or attribute with ``gpu`` or ``cuda`` in it), or
     compare with a CUDA device's name (``self.device.type == 'cuda'``, ``str(device) == 'cuda:0'``)?"""
     for node in walk(expr):
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) and _names_a_cpu(node.expression):
+            return True  # ``if not args.use_cpu:`` (Pointnet2's scripts)
         if isinstance(node, cst.Comparison) and any(
                 isinstance(side, cst.SimpleString) and isinstance(side.evaluated_value, str)
                 and side.evaluated_value.split(":")[0] == "cuda"
@@ -91,6 +95,12 @@ def _names_a_gpu(expr: cst.CSTNode) -> bool:
         if "gpu" in name.lower() or "cuda" in name.lower():
             return True
     return False
+
+
+def _names_a_cpu(expr: cst.CSTNode) -> bool:
+    """A CPU switch: the test is one name or attribute with ``cpu`` in it (``args.use_cpu``)."""
+    name = expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
+    return "cpu" in name.lower()
 
 
 def _exits(body: cst.BaseSuite) -> bool:

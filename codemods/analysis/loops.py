@@ -194,6 +194,7 @@ def _uses(metadata: Mapping, body: cst.CSTNode, name: str) -> Iterator[tuple[cst
     parents = metadata[ParentNodeProvider]
     inner = {id(n) for loop in walk(body) if isinstance(loop, cst.For)
              and name in (plain_names(loop.target) or ()) for part in (loop.target, loop.body) for n in walk(part)}
+    inner |= _after_a_rebinding(metadata, body, name)
     for node in walk(body):
         if isinstance(node, cst.Name) and node.value == name and id(node) not in inner:
             parent = parents.get(node)
@@ -202,6 +203,29 @@ def _uses(metadata: Mapping, body: cst.CSTNode, name: str) -> Iterator[tuple[cst
             if isinstance(parent, (cst.Arg, cst.Param)) and getattr(parent, "keyword", None) is node:
                 continue
             yield node, parent
+
+
+def _after_a_rebinding(metadata: Mapping, body: cst.CSTNode, name: str) -> set[int]:
+    """Nodes that see another value of ``name``: the statements after ``k, batch = next(...)`` in
+    its block, and that line's targets (pointnet's peek at the test loader inside the training loop;
+    not ``batch = batch.to(device)``, which is the same batch)."""
+    parents = metadata[ParentNodeProvider]
+    found: set[int] = set()
+    for line in walk(body):
+        if not (isinstance(line, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Assign) and any(name in (plain_names(t.target) or ()) for t in small.targets)
+                and not any(isinstance(n, cst.Name) and n.value == name for n in walk(small.value))
+                for small in line.body)):  # (``batch = batch.to(device)`` is the same batch)
+            continue
+        suite = parents.get(line)
+        statements = list(getattr(suite, "body", ()))
+        if line not in statements:
+            continue
+        for later in statements[statements.index(line) + 1:]:
+            found |= {id(n) for n in walk(later)}
+        found |= {id(n) for small in line.body if isinstance(small, cst.Assign)
+                  for t in small.targets for n in walk(t.target)}
+    return found
 
 
 def evidence(metadata: Mapping, body: cst.CSTNode, name: str,

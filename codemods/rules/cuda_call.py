@@ -19,6 +19,9 @@ that should follow a single shared ``torch.device``. ``.to(device)`` works on bo
 - A class (or function) that runs work on CUDA streams (``torch.cuda.Stream()``, a prefetching
   loader), and code in a loop over ``torch.cuda.device_count()`` or under ``with torch.cuda.device(i):``
   (a buffer per GPU), are GPU-only by design: their ``.cuda()`` stays, unreported.
+- In a file that takes its device from the user's settings, a ``.cuda()`` under the user's own
+  switch (``if args.cuda:``, ``if not args.use_cpu:``, the ``else`` of ``if args.use_cpu:``)
+  already follows it and stays, unreported; one outside any switch is reported.
 - A guard that exists only to call ``.cuda()`` (``if torch.cuda.is_available():
   model = model.cuda()``) collapses into the unconditional ``.to(device)``, which
   already falls back to the CPU. So does ``a if torch.cuda.is_available() else b``

@@ -19,13 +19,16 @@ built, before an optimizer is made from its parameters, is the expert fix.
 - Loss modules built with a ``weight=`` / ``pos_weight=`` tensor move too: those
   tensors are buffers. Losses without one are left alone.
 - The model's group moves with it (``analysis/groups.py``): held-out data fed to the model
-  or combined with its output (a slice of a dataset's storage, a ``.type(torch.FloatTensor)``
-  cast, ``torch.from_numpy``) gets ``.to(device)`` where it is made. When such a value is
+  or combined with its output (a slice of a dataset's storage, an item of a Dataset,
+  ``points, labels = dataset[i]``, a ``.type(torch.FloatTensor)`` cast, ``torch.from_numpy``)
+  gets ``.to(device)`` where it is made. When such a value is
   also needed on the CPU (plotted, passed to NumPy code), nothing in the group moves and
   the model is reported, with the line of each use that holds it back. The same holds when
   an input devmod cannot move reaches the model: one made in library code, one from a
   library such as an image transform or a tokenizer, or a loader's batch that DM203 cannot
-  move (a graph object), also through the function the model is handed to.
+  move (a graph object), also through the function the model is handed to; and when a
+  method the file runs on a model of a class imported from another file makes a tensor
+  devmod has no device for (its forward takes lists of ids, not a tensor).
 - Nothing is added where the model is already moved anywhere (``model.to(...)``,
   ``.cuda()``, ``accelerator.prepare(model)``, ``.to`` on the constructor), placed
   by its constructor (``device=``, ``device_map=``, 8/4-bit loading), inside

@@ -24,8 +24,10 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
   reported, not converted: ``torch.device(...)`` there would be a NameError.
 - A deliberate ``"cpu"`` is intent and stays; ``"cuda:1"`` names a second GPU on
   purpose and stays.
-- Inside an ``nn.Module`` method the device follows the input (``x.device``); in
-  Dataset code nothing is moved (reported instead).
+- Inside an ``nn.Module`` method the device follows the input (``x.device``), and so does
+  a local ``dev = torch.device("cuda")`` in a forward path or in a helper handed a tensor
+  (``dev = x.device``), unless that helper moves the tensor itself; in Dataset code nothing
+  is moved (reported instead).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from ..analysis.device_anchor import torch_bound_before
 from ..analysis.devices import DEVICE_LIKE_NAMES, cuda_string, guessed_from_parameters, hardcoded_cuda, is_torch_device_call
 from ..analysis.modules import ignored_argument
 from ..analysis.names import keyword, positional, qualified_names
-from ..analysis.tree import code_of, walk
+from ..analysis.tree import ancestors, code_of, walk
 from .base import Invalid, Rule, Valid
 from .shared_device import device_expression
 
@@ -89,6 +91,8 @@ class StringDevice(Rule):
                     continue
                 name = node.value  # type: ignore[union-attr]
                 new_value = self._converted_value(assign.value)
+                if new_value is not None:
+                    new_value = self._input_device(assign) or new_value
                 is_device = new_value is not None or is_torch_device_call(self.metadata, assign.value)
                 if not is_device or len(scope.assignments[name]) != 1 and not (
                         new_value is not None and self._repeated_as_is(scope.assignments[name], assign)):
@@ -139,6 +143,19 @@ class StringDevice(Rule):
         if isinstance(parent, cst.AssignTarget) and isinstance(grand, cst.Assign) and len(grand.targets) == 1:
             return grand
         return None
+
+    def _input_device(self, assign: cst.Assign) -> cst.BaseExpression | None:
+        """``dev = torch.device('cuda')`` in a forward path or a helper handed a tensor (dgcnn's
+        ``get_graph_feature(x, ...)``): that tensor's device, ``x.device``, not the global one.
+        Not where the function moves that tensor itself: there it is on its way to the GPU."""
+        found = self.devices.input_device(assign)
+        if found is None:
+            return None
+        function = next((a for a in ancestors(self.metadata, assign) if isinstance(a, cst.FunctionDef)), None)
+        moved = function is None or any(
+            isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("to", "cuda")
+            and isinstance(n.func.value, cst.Name) and n.func.value.value == found.value.value for n in walk(function))
+        return None if moved else found
 
     def _converted_value(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
         """The torch.device form of a string device definition, or None if it is not one."""

@@ -116,3 +116,114 @@ def test_each_notebook_cell_that_defines_its_own_device_keeps_a_converted_defini
     (report,) = process_files([str(tmp_path / "experiments.ipynb")], Config(), "diff", jobs=1)
     converted = '+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
     assert report.diff.count(converted) == 2 and "-device = torch.device('cuda')\n net2" not in report.diff
+
+
+def test_an_item_of_a_dataset_moves_with_the_model_it_feeds():
+    # pointnet's ``show_seg.py``: ``point, seg = d[idx]`` (``d`` a ShapeNetDataset) fed the model after a
+    # reshape; the model got ``.to(device)`` and its input stayed on the CPU (a device error on a GPU).
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Clouds(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                return torch.rand(40, 3), torch.randint(0, 4, (40,))
+
+            def __len__(self):
+                return 8
+
+
+        store = Clouds()
+        cloud, parts = store[2]
+        tagger = nn.Conv1d(3, 4, 1)
+        cloud = cloud.transpose(1, 0).unsqueeze(0)
+        print(tagger(cloud).argmax(1))
+        single = store[3][0]
+        print(tagger(single.t().unsqueeze(0)).shape)
+    """)
+    assert "tagger = nn.Conv1d(3, 4, 1).to(device)" in result.output
+    assert "cloud = cloud.transpose(1, 0).unsqueeze(0).to(device)" in result.output
+    assert "single = store[3][0].to(device)" in result.output
+
+
+def test_a_loop_batch_rebound_by_a_peek_at_another_loader_is_not_reported():
+    # pointnet's training scripts: ``j, data = next(enumerate(testdataloader, 0))`` inside the loop over
+    # ``data``; both batches are unpacked and moved by the author, yet DM203 said "`data` is indexed in
+    # several places".
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        pairs = TensorDataset(torch.rand(16, 4), torch.randint(0, 2, (16,)))
+        train_feed = DataLoader(pairs, batch_size=4)
+        check_feed = DataLoader(pairs, batch_size=4)
+        net = nn.Linear(4, 2)
+        net.cuda()
+        for step, data in enumerate(train_feed, 0):
+            feats, labels = data
+            feats, labels = feats.cuda(), labels.cuda()
+            nn.functional.cross_entropy(net(feats), labels).backward()
+            if step % 2 == 0:
+                k, data = next(enumerate(check_feed, 0))
+                feats, labels = data
+                feats, labels = feats.cuda(), labels.cuda()
+                print(nn.functional.cross_entropy(net(feats), labels).item())
+    """)
+    assert not [f for f in result.findings if f.code == "DM203"]
+    assert "feats, labels = feats.to(device), labels.to(device)" in result.output
+
+
+def test_cuda_calls_under_a_negated_cpu_switch_are_not_reported():
+    # Pointnet2's scripts: ``if not args.use_cpu: classifier = classifier.cuda()`` follows the user's
+    # switch; DM103 reported it as if it ignored the user's settings (9 false reports).
+    code, result = run("""\
+        import argparse
+        import torch
+        import torch.nn as nn
+
+
+        def main(opts):
+            net = nn.Linear(4, 2)
+            if not opts.use_cpu:
+                net = net.cuda()
+            x = torch.rand(3, 4)
+            if opts.use_cpu:
+                pass
+            else:
+                x = x.cuda()
+            print(net(x).sum().item())
+
+
+        if __name__ == "__main__":
+            ap = argparse.ArgumentParser()
+            ap.add_argument("--use_cpu", action="store_true", default=False)
+            main(ap.parse_args())
+    """)
+    assert not result.findings and result.output == code
+
+
+def test_a_cuda_device_in_a_helper_handed_a_tensor_becomes_that_tensors_device():
+    # dgcnn's ``get_graph_feature(x, ...)`` (run from the model's forward): ``device = torch.device('cuda')``
+    # became the global CPU-fallback device instead of ``x.device``: a model kept on the CPU on a GPU
+    # machine still mixed devices.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        def offsets(x):
+            dev = torch.device('cuda')
+            return torch.arange(0, x.size(0), device=dev).view(-1, 1) * x.size(2)
+
+
+        class Edges(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(1, 2)
+
+            def forward(self, x):
+                return self.lin(offsets(x).float())
+    """)
+    assert "dev = x.device" in result.output and "is_available" not in result.output

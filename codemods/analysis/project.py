@@ -198,11 +198,9 @@ def summarise(path: str, source: str) -> _Summary | None:
             methods = {f.name for f in stmt.body if isinstance(f, ast.FunctionDef) and _returns_fresh_tensor(f)}
             if methods:
                 summary.host_methods[stmt.name] = methods
-            makers = _HOST_DATA | tensor_factories()
-            if any(isinstance(n, ast.Call) and _dotted(n.func) in makers for n in nodes):
-                unplaced = tensors_it_cannot_place(stmt, makers)
-                if unplaced:
-                    summary.unplaceable[stmt.name] = unplaced
+            unplaced = tensors_it_cannot_place(stmt, _HOST_DATA | tensor_factories(), nodes)
+            if unplaced:
+                summary.unplaceable[stmt.name] = unplaced
             _collect_loads(summary, _CLASS, _outside(nodes, [*stmt.bases, *stmt.keywords, *stmt.decorator_list]))
         elif _is_main_guard(stmt):
             summary.has_main = True

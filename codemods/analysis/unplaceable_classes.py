@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 
 from .ast_walk import ast_dotted, ast_nodes
 
@@ -25,27 +26,31 @@ _TORCH_ONLY = frozenset({"device", "is_cuda", "dim", "unsqueeze", "new_zeros", "
 _MOVES = frozenset({"to", "cuda"})
 
 
-def tensors_it_cannot_place(klass: ast.ClassDef, makers: frozenset[str]) -> dict[str, int]:
+def tensors_it_cannot_place(klass: ast.ClassDef, makers: frozenset[str], nodes: list[ast.AST]) -> dict[str, int]:
     """Method -> the line of a tensor that it (or a method of ``self`` it calls) makes with ``makers``
     (factories, ``torch.LongTensor(ids)``) with no device, after construction, in a method with no
     tensor input to take one from, where the tensor meets others (an operand, a receiver, an
-    argument of a part). Empty for almost every class."""
+    argument of a part). ``nodes``: the class's nodes, walked once by the caller. Empty for almost
+    every class."""
+    tails = _tails(makers)  # ``zeros``, ``LongTensor``: a cheap test before the dotted name
+    calls = [c for c in nodes if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+             and c.func.attr in tails and ast_dotted(c.func) in makers
+             and not any(k.arg in ("device", "out") for k in c.keywords)]
     methods = {f.name: f for f in klass.body if isinstance(f, ast.FunctionDef)}
-    if _device_of_its_own(klass, methods):
+    if not calls or _device_of_its_own(nodes, methods):
         return {}
     building = _construction_methods(methods)
     found: dict[str, int] = {}
     for name, method in methods.items():
-        if name in building or not method.args.args or method.args.args[0].arg != "self":
+        inside = [c for c in calls if method.lineno <= c.lineno <= (method.end_lineno or method.lineno)]
+        if not inside or name in building or not method.args.args or method.args.args[0].arg != "self":
             continue
-        nodes = ast_nodes(method)
-        if _may_take_a_device(method, nodes):
+        method_nodes = ast_nodes(method)
+        if _may_take_a_device(method, method_nodes):
             continue
-        moved = {id(n) for call in nodes if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+        moved = {id(n) for call in method_nodes if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                  and call.func.attr in _MOVES for n in ast_nodes(call.func.value)}
-        line = next((call.lineno for call in nodes if isinstance(call, ast.Call) and ast_dotted(call.func) in makers
-                     and id(call) not in moved and not any(k.arg in ("device", "out") for k in call.keywords)
-                     and _meets_others(call, nodes)), None)
+        line = next((c.lineno for c in inside if id(c) not in moved and _meets_others(c, method_nodes)), None)
         if line is not None:
             found[name] = line
     grown = bool(found)
@@ -62,9 +67,14 @@ def tensors_it_cannot_place(klass: ast.ClassDef, makers: frozenset[str]) -> dict
     return found
 
 
-def _device_of_its_own(klass: ast.ClassDef, methods: dict[str, ast.FunctionDef]) -> bool:
+@lru_cache(maxsize=4)
+def _tails(makers: frozenset[str]) -> frozenset[str]:
+    return frozenset(name.rsplit(".", 1)[-1] for name in makers)
+
+
+def _device_of_its_own(nodes: list[ast.AST], methods: dict[str, ast.FunctionDef]) -> bool:
     """``self.device`` set, or a registered buffer: devmod takes the device from there."""
-    for node in ast_nodes(klass):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
                 and node.attr == "device" and isinstance(node.ctx, ast.Store):
             return True

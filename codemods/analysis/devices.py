@@ -30,15 +30,13 @@ import libcst as cst
 
 from .tree import ancestors, code_of, line_of, walk
 from .project import FileRole
+from .tensor_names import COUNT_NAME as _COUNT_NAME, NON_TENSOR_PARAMS as _NON_TENSOR_PARAMS, \
+    TORCH_ONLY_ATTRIBUTES as _TORCH_ONLY_ATTRIBUTES
 from .roles import builds_model, is_loss_callee, is_model_callee, is_model_method_call, model_variables
 from .names import dotted, qualified_names
 from .scopes import ClassFacts, Place, ScopeKind, enclosing_place, is_main_guard
 
 CUDA_STRINGS = frozenset({"cuda", "cuda:0"})
-# Parameters of forward() that are seldom a tensor: containers and configuration.
-_NON_TENSOR_PARAMS = frozenset({"batch", "data", "inputs_dict", "kwargs", "config", "mask_dict"})
-# ``forward(self, seq_len)``, ``forward(self, num_steps)``: a count, not a tensor (cleanrl's positional encoding).
-_COUNT_NAME = re.compile(r"(^|_)(len|length|size|count|num|n|steps?)($|_)|^num_|^n_")
 DEVICE_LIKE_NAMES = frozenset({"device", "dev", "DEVICE", "torch_device", "DEV"})
 # Reading one of these on a parameter says it is a tensor.
 _TENSOR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "size", "dim", "numel"})
@@ -699,10 +697,6 @@ def _used_as_container(function: cst.FunctionDef, name: str) -> bool:
     return False
 
 
-# Read only on a torch tensor (a NumPy array has none of them, or ``size`` as a number).
-_TORCH_ONLY_ATTRIBUTES = frozenset({"device", "is_cuda", "dim", "unsqueeze", "new_zeros", "new_ones", "new_full",
-                                    "new_empty", "new_tensor", "masked_fill", "masked_fill_", "scatter", "scatter_",
-                                    "index_select"})
 
 
 def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TORCH_ONLY_ATTRIBUTES) -> str | None:

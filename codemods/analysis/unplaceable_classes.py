@@ -12,17 +12,12 @@ with its data). The per-file rules ask the same question of a file's own classes
 from __future__ import annotations
 
 import ast
-import re
 from functools import lru_cache
 
 from .ast_walk import ast_dotted, ast_nodes
+from .tensor_names import COUNT_NAME, NON_TENSOR_PARAMS, TORCH_ONLY_ATTRIBUTES
 
-# Not tensors: containers and configuration (forward's first parameter named so), and counts.
-_NON_TENSOR_PARAMS = frozenset({"batch", "data", "inputs_dict", "kwargs", "config", "mask_dict"})
-_COUNT_NAME = re.compile(r"(^|_)(len|length|size|count|num|n|steps?)($|_)|^num_|^n_")
-# Read only on a torch tensor.
-_TORCH_ONLY = frozenset({"device", "is_cuda", "dim", "unsqueeze", "new_zeros", "new_ones", "new_full", "new_empty",
-                         "new_tensor", "masked_fill", "masked_fill_", "scatter", "scatter_", "index_select", "size"})
+_TORCH_ONLY = TORCH_ONLY_ATTRIBUTES | {"size"}  # ``c.size(0)`` too
 _MOVES = frozenset({"to", "cuda"})
 
 
@@ -108,7 +103,7 @@ def _may_take_a_device(method: ast.FunctionDef, nodes: list[ast.AST]) -> bool:
         return True
     if method.name == "forward" and params:
         first = params[0].arg
-        if first not in _NON_TENSOR_PARAMS and not _COUNT_NAME.search(first) and not _container(first, nodes):
+        if first not in NON_TENSOR_PARAMS and not COUNT_NAME.search(first) and not _container(first, nodes):
             return True
     for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names \

@@ -29,6 +29,10 @@ built, before an optimizer is made from its parameters, is the expert fix.
   move (a graph object), also through the function the model is handed to; and when a
   method the file runs on a model of a class imported from another file makes a tensor
   devmod has no device for (its forward takes lists of ids, not a tensor).
+- A factory that builds a model and returns it without running it (``def mobilenet_v2():
+  model = MobileNetV2(); ...; return model``) is construction: the model is moved where the
+  factory is called, not inside. A model from a factory of the file that places it itself
+  (``return Net().to(device)`` with the device of the user's switch) is not moved again.
 - Nothing is added where the model is already moved anywhere (``model.to(...)``,
   ``.cuda()``, ``accelerator.prepare(model)``, ``.to`` on the constructor), placed
   by its constructor (``device=``, ``device_map=``, 8/4-bit loading), inside
@@ -47,9 +51,9 @@ from ..analysis.candidates import FileFacts, chain, may_build_model
 from ..analysis.groups import gets_parts_later, moved_by_a_helper, moved_by_chain
 from ..analysis.guards import sets_default_device
 from ..analysis.names import keyword, method_call, positional, qualified_names
-from ..analysis.roles import (builds_model, holds_no_tensors, loss_weight_argument, model_variables, places_itself,
+from ..analysis.roles import (MODULE_API, builds_model, holds_no_tensors, loss_weight_argument, model_variables, places_itself,
                               wrapper_kind)
-from ..analysis.scopes import ScopeKind, scope_bindings
+from ..analysis.scopes import ScopeKind, only_binding, scope_bindings
 from ..analysis.tensors import checked_for_none, passes_itself, uses_of_binding
 from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
 from .base import Invalid, Rule, Valid
@@ -259,7 +263,8 @@ class ModelToDevice(Rule):
         if holds_no_tensors(self.metadata, call):
             return False  # ``nn.Softmax(dim=0)``: nothing to move
         if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign) \
-                or self._never_runs(assign) or self._may_be_none(assign) or self._rebuilt_later(assign, name):
+                or self._never_runs(assign) or self._may_be_none(assign) or self._rebuilt_later(assign, name) \
+                or self._built_for_the_caller(assign) or self._placed_by_its_factory(call):
             return False
         if self._changed_later(assign, name):
             if self.device_for(assign) is None:
@@ -333,6 +338,55 @@ class ModelToDevice(Rule):
             return attribute.attr.value in ("state_dict", "load_state_dict") or isinstance(
                 parents.get(call), (cst.For, cst.CompFor))
         return bool(uses) and all(saved(use) or only_read(use) for use in uses)
+
+    def _placed_by_its_factory(self, call: cst.Call) -> bool:
+        """``make_net(opt)``, a function of this file whose every ``return`` gives a model it moved
+        itself (``Net().to(device)`` with the device of the user's ``--cuda`` switch, protonet's
+        ``init_protonet``): a second move to the shared device would override the author's choice."""
+        binding = only_binding(self.metadata, call.func) if isinstance(call.func, cst.Name) else None
+        function = binding if isinstance(binding, cst.FunctionDef) else None
+        if function is None:
+            return False
+        moved: set[str] = set()
+        returns: list[cst.BaseExpression | None] = []
+        for node in walk(function.body):
+            if isinstance(node, cst.Return):
+                returns.append(node.value)
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in ("to", "cuda"):
+                receiver = node.func.value
+                holder = self.metadata[ParentNodeProvider].get(node)
+                if isinstance(receiver, cst.Name):
+                    moved.add(receiver.value)  # ``model.to(device)``, ``model = model.cuda()``
+                if isinstance(holder, cst.Assign) and len(holder.targets) == 1 \
+                        and isinstance(holder.targets[0].target, cst.Name):
+                    moved.add(holder.targets[0].target.value)  # ``model = Net().to(device)``
+        return bool(returns) and all(
+            isinstance(value, cst.Name) and value.value in moved
+            or isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda")
+            for value in returns)
+
+    def _built_for_the_caller(self, assign) -> bool:
+        """``def mobilenet_v2(pretrained=True): model = MobileNetV2(); model.load_state_dict(...);
+        return model``: a factory builds the model and returns it without running it. That is
+        construction, also when the file's main block calls it: the caller places the model
+        (``net = mobilenet_v2().to(device)``), and a caller that keeps it on the CPU keeps working."""
+        target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+        if not isinstance(target, cst.Name) or not any(isinstance(a, cst.FunctionDef)
+                                                       for a in ancestors(self.metadata, assign)):
+            return False
+        parents = self.metadata[ParentNodeProvider]
+        returned = False
+        for use in uses_of_binding(self.metadata, target):
+            parent = parents.get(use)
+            if isinstance(parent, cst.Return):
+                returned = True
+                continue
+            call = parents.get(parent) if isinstance(parent, cst.Attribute) and parent.value is use else None
+            if not (isinstance(call, cst.Call) and call.func is parent and parent.attr.value in MODULE_API
+                    and parent.attr.value not in ("to", "cuda")):
+                return False  # run, handed on, moved by its author: not only built here
+        return returned
 
     def _never_runs(self, assign) -> bool:
         """A model only read for its sizes and weights, given new parts, or itself put into

@@ -227,3 +227,58 @@ def test_a_cuda_device_in_a_helper_handed_a_tensor_becomes_that_tensors_device()
                 return self.lin(offsets(x).float())
     """)
     assert "dev = x.device" in result.output and "is_available" not in result.output
+
+
+def test_a_factory_that_only_builds_and_returns_its_model_places_nothing():
+    # The 28th run's mobilenet-v2: ``def mobilenet_v2(pretrained=True): model = MobileNetV2(); ...
+    # model.load_state_dict(...); return model``, called by the file's main block, got ``.to(device)``:
+    # every caller that kept it on the CPU then fed it CPU tensors on a GPU machine.
+    _, result = run("""\
+        import torch.nn as nn
+
+
+        class TinyNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        def tiny_net(pretrained=False):
+            model = TinyNet()
+            if pretrained:
+                model.eval()
+            return model
+
+
+        if __name__ == "__main__":
+            net = tiny_net(True)
+    """)
+    assert "model = TinyNet()\n" in result.output
+    assert "net = tiny_net(True).to(device)" in result.output
+
+
+def test_a_model_from_a_factory_that_places_it_itself_is_not_moved_again():
+    # The 28th run's Prototypical Networks: ``init_protonet(opt)`` returns ``Net().to(device)`` with
+    # ``device = 'cuda:0' if torch.cuda.is_available() and opt.cuda else 'cpu'``; the caller's new
+    # ``.to(device)`` overrode the user's ``--cuda`` switch for the model only.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        def make_net(opt):
+            device = 'cuda:0' if torch.cuda.is_available() and opt.cuda else 'cpu'
+            model = nn.Linear(4, 2).to(device)
+            return model
+
+
+        def main(opt):
+            model = make_net(opt)
+            device = 'cuda:0' if torch.cuda.is_available() and opt.cuda else 'cpu'
+            x = torch.randn(3, 4).to(device)
+            print(model(x))
+    """)
+    assert "model = make_net(opt)\n" in result.output

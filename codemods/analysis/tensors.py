@@ -215,11 +215,25 @@ def flows_only_to_cpu(metadata: Mapping, call: cst.Call) -> bool:
     top = _arithmetic_top(metadata, chain_top(metadata, call))
     if _consumed_on_cpu(metadata, top, methods=_CPU_METHODS | _SHAPE_ONLY) or _used_as_index(metadata, top) or _read_by_cpu_library(metadata, call):
         return True
-    name = assigned_name(metadata, call, through_arithmetic=True)
+    name = assigned_name(metadata, call, through_arithmetic=True) or _mask_name(metadata, top)
     if name is not None and any(_consumed_on_cpu(metadata, use) or _used_as_index(metadata, use)
                                 or _read_by_cpu_library(metadata, use) for use in uses_of_binding(metadata, name)):
         return True
     return _cpu_bound(metadata, call, 0)
+
+
+def _mask_name(metadata: Mapping, top: cst.CSTNode) -> cst.Name | None:
+    """``coin = torch.rand(n) < self.p``: the name of a mask made by comparing the tensor with a
+    setting (a name or attribute). Only asked whether its uses want the CPU: leaving a tensor
+    where it was made never adds an error."""
+    parent = metadata[ParentNodeProvider].get(top)
+    if not (isinstance(parent, cst.Comparison) and parent.left is top
+            and all(isinstance(c.comparator, (cst.Name, cst.Attribute)) for c in parent.comparisons)):
+        return None
+    holder = metadata[ParentNodeProvider].get(parent)
+    if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
+        return holder.targets[0].target
+    return None
 
 
 def _read_by_cpu_library(metadata: Mapping, node: cst.CSTNode) -> bool:
@@ -686,6 +700,11 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
     parent = parents.get(node)
     if isinstance(parent, cst.Arg):
         call = parents.get(parent)
+        loop = parents.get(call)
+        if loops and isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
+                and call.func.value in ("zip", "enumerate") and isinstance(loop, (cst.For, cst.CompFor)) \
+                and loop.iter is call:
+            return True  # ``for block, drop in zip(blocks, mask)``: each element read as a Python value
         if isinstance(call, cst.Call):
             return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) for n in _callee_names(metadata, call)) \
                 or _calls_cpu_library(metadata, call) or _plotted_by_own_function(metadata, call, parent)
@@ -695,6 +714,9 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
         return True  # ``for i in ix``: each element is read as a Python number (a sync per element on a GPU)
     if bools and _read_as_bool(parent, node):
         return True
+    if bools and isinstance(parent, cst.Subscript) and parent.value is node \
+            and _read_as_bool(parents.get(parent), parent):
+        return True  # ``if skip[k]: continue``
     return False
 
 

@@ -29,7 +29,9 @@ device, it would come from another generator and give other numbers for the same
   ``device=`` (``complex``, ``polar``, ``normal(mean_t, std_t)``), parameter defaults
   (they run before the function's device exists), ``*_like`` and ``x.new_*`` (they
   follow their input), and tensors that feed CPU-side work: a Dataset or DataLoader,
-  samples iterated in a loop, an index (``data[perm]``: CPU indices work on any
+  samples iterated in a loop (also through ``zip``/``enumerate``), values read as Python
+  booleans (``if not drop``, ``if skip[k]:``, also a mask ``torch.rand(n) < self.p``: on a GPU
+  each read waits for the device), an index (``data[perm]``: CPU indices work on any
   device), ``.numpy()`` / ``.tolist()`` / ``.item()`` / ``.cpu()``, NumPy, matplotlib or
   ``math`` (also after arithmetic or indexing: ``plt.axis(box * zoom)``), tensors that
   meet a legacy CPU tensor which stays on the CPU (``t[i] * torch.FloatTensor(pair)``), tensors the

@@ -282,3 +282,36 @@ def test_a_model_from_a_factory_that_places_it_itself_is_not_moved_again():
             print(model(x))
     """)
     assert "model = make_net(opt)\n" in result.output
+
+
+def test_a_random_mask_read_only_as_python_booleans_stays_on_the_cpu():
+    # The 28th run's reformer-pytorch: ``to_drop = torch.empty(n).uniform_(0, 1) < self.layer_dropout``,
+    # read as ``... for block, drop in zip(self.blocks, to_drop) if not drop``, got ``device=x.device``:
+    # every read then waits for the GPU (and the draw moves to the CUDA generator).
+    code, result = run("""\
+        import torch
+        from torch import nn
+
+
+        class SkipStack(nn.Module):
+            def __init__(self, width, depth, p=0.2):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+                self.p = p
+
+            def forward(self, h):
+                coin = torch.empty(len(self.layers)).uniform_(0, 1) < self.p
+                for layer, skip in zip(self.layers, coin):
+                    if not skip:
+                        h = h + layer(h)
+                return h
+
+            def forward_indexed(self, h):
+                coin = torch.rand(len(self.layers)) < self.p
+                for k, layer in enumerate(self.layers):
+                    if coin[k]:
+                        continue
+                    h = h + layer(h)
+                return h
+    """)
+    assert result.output == code

@@ -373,7 +373,7 @@ class DeviceLookup:
             function = place.function
             tensor = self._tensor_parameter(function) or _used_as_tensor(function) or _fed_to_own_parts(function)
         elif place.kind is ScopeKind.FUNCTION and functions and not self._in_main_block(functions[-1]) \
-                and not (not self.role.imported and functions[-1].name.value in self.role.driver_functions):
+                and (self.role.imported or functions[-1].name.value not in self.role.driver_functions):
             tensor = self._helper_tensor_parameter(functions)
         else:
             return None
@@ -695,8 +695,6 @@ def _used_as_container(function: cst.FunctionDef, name: str) -> bool:
                 and node.attr.value in _MAPPING_METHODS:
             return True
     return False
-
-
 
 
 def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TORCH_ONLY_ATTRIBUTES) -> str | None:

@@ -17,8 +17,9 @@ from .tree import ancestors, code_of, nodes_of, walk
 
 def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
     """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``, ``not args.use_cpu``,
-    ``torch.cuda.is_available()``, ``x.is_cuda``) or the ``else`` of ``if args.use_cpu:``, below an early exit on one (``if not
-    torch.cuda.is_available(): return``), or in a test skipped without one (``@skipIf``)."""
+    ``torch.cuda.is_available()``, ``x.is_cuda``) or the ``else`` of ``if args.use_cpu:``, below an
+    early exit on one (``if not torch.cuda.is_available(): return``), or in a test skipped without
+    one (``@skipIf``)."""
     child: cst.CSTNode = node
     for parent in ancestors(metadata, node):
         if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and _names_a_gpu(parent.test) \
@@ -83,7 +84,8 @@ def _names_a_gpu(expr: cst.CSTNode) -> bool:
     """Does ``expr`` read a GPU switch (any name or attribute with ``gpu`` or ``cuda`` in it), or
     compare with a CUDA device's name (``self.device.type == 'cuda'``, ``str(device) == 'cuda:0'``)?"""
     for node in walk(expr):
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) and _names_a_cpu(node.expression):
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) \
+                and _names_a_cpu(node.expression):
             return True  # ``if not args.use_cpu:`` (Pointnet2's scripts)
         if isinstance(node, cst.Comparison) and any(
                 isinstance(side, cst.SimpleString) and isinstance(side.evaluated_value, str)

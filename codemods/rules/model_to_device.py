@@ -51,8 +51,8 @@ from ..analysis.candidates import FileFacts, chain, may_build_model
 from ..analysis.groups import gets_parts_later, moved_by_a_helper, moved_by_chain
 from ..analysis.guards import sets_default_device
 from ..analysis.names import keyword, method_call, positional, qualified_names
-from ..analysis.roles import (MODULE_API, builds_model, holds_no_tensors, loss_weight_argument, model_variables, places_itself,
-                              wrapper_kind)
+from ..analysis.roles import (MODULE_API, builds_model, holds_no_tensors, loss_weight_argument, model_variables,
+                              places_itself, wrapper_kind)
 from ..analysis.scopes import ScopeKind, only_binding, scope_bindings
 from ..analysis.tensors import checked_for_none, passes_itself, uses_of_binding
 from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
@@ -352,8 +352,7 @@ class ModelToDevice(Rule):
         for node in walk(function.body):
             if isinstance(node, cst.Return):
                 returns.append(node.value)
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and node.func.attr.value in ("to", "cuda"):
+            elif method_call(node, "to", "cuda"):
                 receiver = node.func.value
                 holder = self.metadata[ParentNodeProvider].get(node)
                 if isinstance(receiver, cst.Name):
@@ -363,8 +362,7 @@ class ModelToDevice(Rule):
                     moved.add(holder.targets[0].target.value)  # ``model = Net().to(device)``
         return bool(returns) and all(
             isinstance(value, cst.Name) and value.value in moved
-            or isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda")
-            for value in returns)
+            or method_call(value, "to", "cuda") for value in returns)
 
     def _built_for_the_caller(self, assign) -> bool:
         """``def mobilenet_v2(pretrained=True): model = MobileNetV2(); model.load_state_dict(...);

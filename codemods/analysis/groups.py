@@ -1113,6 +1113,8 @@ class _GroupFinder:
         found[key] = HeldOut(target.value, statement, line_of(self.metadata, statement), unpacked=True)
 
     def _host_tuple(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and self._dataset_object(value.value):
+            return True  # ``points, labels = dataset[i]``: an item of a Dataset
         if not isinstance(value, cst.Call):
             return False
         if self._next_batch(value):
@@ -1293,9 +1295,6 @@ class _GroupFinder:
             while isinstance(holder, (cst.Element, cst.Tuple, cst.List)):
                 holder = self.parents.get(holder)
             assign = self.parents.get(holder) if isinstance(holder, cst.AssignTarget) else None
-            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Subscript) \
-                    and isinstance(assign.value.value, cst.Name) and self._dataset_object(assign.value.value):
-                return True  # ``point, seg = store[idx]``: an item of a Dataset
             return isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call) and self._next_batch(assign.value)
         if not isinstance(statement, cst.Assign):
             return False

@@ -143,7 +143,7 @@ def test_an_item_of_a_dataset_moves_with_the_model_it_feeds():
         print(tagger(single.t().unsqueeze(0)).shape)
     """)
     assert "tagger = nn.Conv1d(3, 4, 1).to(device)" in result.output
-    assert "cloud = cloud.transpose(1, 0).unsqueeze(0).to(device)" in result.output
+    assert "cloud, parts = store[2]\ncloud, parts = cloud.to(device), parts.to(device)\n" in result.output
     assert "single = store[3][0].to(device)" in result.output
 
 

@@ -31,7 +31,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from .devices import DEVICE_LIKE_NAMES, construction_methods
 from .loops import batch_plan, find_loader, moved_in, packs_sequences
 from .pinned import pinned_to_cpu
-from .names import dotted, qualified_names
+from .names import dotted, method_call, qualified_names
 from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_callee, is_model_callee, \
     holds_no_tensors, model_variables, wrapper_kind
 from .scopes import ClassFacts, only_assigned_value, only_binding, scope_bindings
@@ -168,7 +168,8 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         built = statement.value
         while isinstance(built.func, cst.Attribute) and isinstance(built.func.value, cst.Call):
             built = built.func.value
-        groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident or _moves_itself(facts, built, self_placing)
+        groups[statement].cpu_by_design |= dotted(built.func) in cpu_resident or _moves_itself(facts, built, self_placing) \
+            or _placed_by_its_factory(metadata, built)
         if pinned_to_cpu(metadata, statement.targets[0].target) or _built_on_the_cpu(metadata, built):
             # ``model.to("cpu")  # on purpose``, ``Extractor(torch.device("cpu"), 4)``: the author's CPU
             groups[statement].cpu_by_design, groups[statement].placed = True, False  # placed on the CPU
@@ -302,6 +303,30 @@ def _moves_itself(facts: ClassFacts, built: cst.Call, self_placing: frozenset[st
         return False  # ``Net(device)``: it goes where the driver's device says; its inputs must follow
     # the project index's answer, for the file's own classes and imported ones (facenet's ``MTCNN``)
     return (dotted(built.func) or "") in self_placing
+
+
+def _placed_by_its_factory(metadata: Mapping, call: cst.Call) -> bool:
+    """``make_net(opt)``, a function of this file whose every ``return`` gives a model it moved
+    itself (``Net().to(device)`` with the device of the user's ``--cuda`` switch, protonet's
+    ``init_protonet``; ``model = model.cuda()`` under ``if use_cuda:``): the model goes where the
+    author says, and its inputs with it; the shared device would override that choice."""
+    binding = only_binding(metadata, call.func) if isinstance(call.func, cst.Name) else None
+    if not isinstance(binding, cst.FunctionDef):
+        return False
+    parents = metadata[ParentNodeProvider]
+    moved: set[str] = set()
+    returns: list[cst.BaseExpression | None] = []
+    for node in walk(binding.body):
+        if isinstance(node, cst.Return):
+            returns.append(node.value)
+        elif method_call(node, "to", "cuda"):
+            if isinstance(node.func.value, cst.Name):  # type: ignore[attr-defined]
+                moved.add(node.func.value.value)  # ``model.to(device)``, ``model = model.cuda()``
+            holder = parents.get(node)
+            if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
+                moved.add(holder.targets[0].target.value)  # ``model = Net().to(device)``
+    return bool(returns) and all(isinstance(value, cst.Name) and value.value in moved
+                                 or method_call(value, "to", "cuda") for value in returns)
 
 
 def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],

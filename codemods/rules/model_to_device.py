@@ -32,7 +32,8 @@ built, before an optimizer is made from its parameters, is the expert fix.
 - A factory that builds a model and returns it without running it (``def mobilenet_v2():
   model = MobileNetV2(); ...; return model``) is construction: the model is moved where the
   factory is called, not inside. A model from a factory of the file that places it itself
-  (``return Net().to(device)`` with the device of the user's switch) is not moved again.
+  (``return Net().to(device)`` with the device of the user's switch) stays where the factory put
+  it, and so do its inputs (``analysis/groups.py``: it places itself).
 - Nothing is added where the model is already moved anywhere (``model.to(...)``,
   ``.cuda()``, ``accelerator.prepare(model)``, ``.to`` on the constructor), placed
   by its constructor (``device=``, ``device_map=``, 8/4-bit loading), inside
@@ -53,7 +54,7 @@ from ..analysis.guards import sets_default_device
 from ..analysis.names import keyword, method_call, positional, qualified_names
 from ..analysis.roles import (MODULE_API, builds_model, holds_no_tensors, loss_weight_argument, model_variables,
                               places_itself, wrapper_kind)
-from ..analysis.scopes import ScopeKind, only_binding, scope_bindings
+from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tensors import checked_for_none, passes_itself, uses_of_binding
 from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
 from .base import Invalid, Rule, Valid
@@ -264,7 +265,7 @@ class ModelToDevice(Rule):
             return False  # ``nn.Softmax(dim=0)``: nothing to move
         if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign) \
                 or self._never_runs(assign) or self._may_be_none(assign) or self._rebuilt_later(assign, name) \
-                or self._built_for_the_caller(assign) or self._placed_by_its_factory(call):
+                or self._built_for_the_caller(assign):
             return False
         if self._changed_later(assign, name):
             if self.device_for(assign) is None:
@@ -338,31 +339,6 @@ class ModelToDevice(Rule):
             return attribute.attr.value in ("state_dict", "load_state_dict") or isinstance(
                 parents.get(call), (cst.For, cst.CompFor))
         return bool(uses) and all(saved(use) or only_read(use) for use in uses)
-
-    def _placed_by_its_factory(self, call: cst.Call) -> bool:
-        """``make_net(opt)``, a function of this file whose every ``return`` gives a model it moved
-        itself (``Net().to(device)`` with the device of the user's ``--cuda`` switch, protonet's
-        ``init_protonet``): a second move to the shared device would override the author's choice."""
-        binding = only_binding(self.metadata, call.func) if isinstance(call.func, cst.Name) else None
-        function = binding if isinstance(binding, cst.FunctionDef) else None
-        if function is None:
-            return False
-        moved: set[str] = set()
-        returns: list[cst.BaseExpression | None] = []
-        for node in walk(function.body):
-            if isinstance(node, cst.Return):
-                returns.append(node.value)
-            elif method_call(node, "to", "cuda"):
-                receiver = node.func.value
-                holder = self.metadata[ParentNodeProvider].get(node)
-                if isinstance(receiver, cst.Name):
-                    moved.add(receiver.value)  # ``model.to(device)``, ``model = model.cuda()``
-                if isinstance(holder, cst.Assign) and len(holder.targets) == 1 \
-                        and isinstance(holder.targets[0].target, cst.Name):
-                    moved.add(holder.targets[0].target.value)  # ``model = Net().to(device)``
-        return bool(returns) and all(
-            isinstance(value, cst.Name) and value.value in moved
-            or method_call(value, "to", "cuda") for value in returns)
 
     def _built_for_the_caller(self, assign) -> bool:
         """``def mobilenet_v2(pretrained=True): model = MobileNetV2(); model.load_state_dict(...);

@@ -282,6 +282,29 @@ def test_a_model_from_a_factory_that_places_it_itself_is_not_moved_again():
             print(model(x))
     """)
     assert "model = make_net(opt)\n" in result.output
+    # Nor are its inputs given the shared device: they stay with the model where the author put it.
+    _, result = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        def make_net(use_cuda):
+            model = nn.Linear(4, 2)
+            if use_cuda:
+                model = model.cuda()
+            return model
+
+
+        def main(use_cuda):
+            model = make_net(use_cuda)
+            x = torch.randn(3, 4)
+            print(model(x))
+
+
+        if __name__ == "__main__":
+            main(False)
+    """)
+    assert "model = make_net(use_cuda)\n" in result.output and "x = torch.randn(3, 4)\n" in result.output
 
 
 def test_a_random_mask_read_only_as_python_booleans_stays_on_the_cpu():

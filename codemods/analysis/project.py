@@ -198,6 +198,8 @@ def summarise(path: str, source: str) -> _Summary | None:
             methods = {f.name for f in stmt.body if isinstance(f, ast.FunctionDef) and _returns_fresh_tensor(f)}
             if methods:
                 summary.host_methods[stmt.name] = methods
+            if _runs_a_handed_model(stmt, nodes):
+                summary.loop_functions.add(stmt.name)  # ``Fitter(net, batches).fit()``: a loop like ``train(net, ...)``
             unplaced = tensors_it_cannot_place(stmt, _HOST_DATA | tensor_factories(), nodes)
             if unplaced:
                 summary.unplaceable[stmt.name] = unplaced
@@ -531,6 +533,26 @@ def _feeds_a_handed_model(function: ast.FunctionDef | ast.AsyncFunctionDef, node
                 for stmt in loop.body for n in ast_nodes(stmt)):
             return True
     return False
+
+
+def _runs_a_handed_model(klass: ast.ClassDef, nodes: list[ast.AST]) -> bool:
+    """A trainer class: ``__init__`` keeps a parameter (``self.net = net``) that a loop in one of
+    its methods calls (``for xb in self.batches: self.net(xb.type(self.cast))``), and the class
+    places nothing itself (wavenet's ``WavenetTrainer``): the batches stay where the data is, so
+    a model handed in must stay there too."""
+    init = next((f for f in klass.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    if init is None or _places_something(nodes):
+        return False
+    params = _parameters(init)
+    kept = {t.attr for n in ast_nodes(init) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+            and n.value.id in params for t in n.targets
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return bool(kept) and any(
+        isinstance(loop, (ast.For, ast.AsyncFor)) and any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in kept
+            and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+            for stmt in loop.body for n in ast_nodes(stmt))
+        for loop in nodes)
 
 
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

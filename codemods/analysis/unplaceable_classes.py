@@ -145,7 +145,7 @@ def _root(node: ast.AST) -> str:
 def _meets_others(call: ast.Call, nodes: list[ast.AST]) -> bool:
     """The tensor (or the name it is bound to) is an operand, the receiver of a method given
     arguments (``weights.mm(rows)``), or handed to one of the model's parts (``self.table(ids)``)."""
-    bound = {t.id for n in nodes if isinstance(n, ast.Assign) and n.value is call
+    bound = {t.id for n in nodes if isinstance(n, ast.Assign) and _made_by(n.value, call)
              for t in n.targets if isinstance(t, ast.Name)}
 
     def it(node: ast.AST) -> bool:
@@ -159,3 +159,10 @@ def _meets_others(call: ast.Call, nodes: list[ast.AST]) -> bool:
             if isinstance(node.func.value, ast.Name) and node.func.value.id == "self" and any(map(it, node.args)):
                 return True
     return False
+
+
+def _made_by(value: ast.AST, call: ast.Call) -> bool:
+    """``value`` is ``call`` or a method chain on it (``torch.FloatTensor(1, n).zero_()``)."""
+    while value is not call and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        value = value.func.value
+    return value is call

@@ -46,7 +46,7 @@ from __future__ import annotations
 import ast
 
 import libcst as cst
-from libcst.metadata import GlobalScope, ParentNodeProvider, ScopeProvider
+from libcst.metadata import ComprehensionScope, GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, keywords, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, is_torch_device_call
@@ -618,7 +618,12 @@ class FactoryDevice(Rule):
         """In the scope of a model whose group stays on the CPU (DM202 reports it): this tensor
         may meet that group, so it stays too."""
         blocked = blocked_scopes(self.metadata, self.model_groups())
-        return bool(blocked) and any(self.metadata[ScopeProvider].get(call) is s for s in blocked)
+        if not blocked:
+            return False
+        scope = self.metadata[ScopeProvider].get(call)
+        while isinstance(scope, ComprehensionScope):
+            scope = scope.parent  # ``batches = [torch.rand(4, 3) for _ in range(2)]``: the comprehension's own scope
+        return any(scope is s for s in blocked)
 
     def _joined_with_cpu_data(self, call: cst.Call) -> bool:
         """``feats = torch.FloatTensor()`` then ``feats = torch.cat((feats, part.cpu()))``: the
@@ -811,7 +816,7 @@ class FactoryDevice(Rule):
         from one variable to the next. ``in_literals``: also as a part of a list, tuple or dict
         written in the call (``Tok()({"ids": ids})``)."""
         parents = self.metadata[ParentNodeProvider]
-        name = assigned_name(self.metadata, start)
+        name = assigned_name(self.metadata, start, through_arithmetic=True)  # (``probe = torch.rand(n) * 2 - 1``)
         for use in [start, *(uses_of_binding(self.metadata, name) if name is not None else [])]:
             if unmoved and moved_in_chain(self.metadata, use):
                 continue

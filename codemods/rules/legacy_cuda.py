@@ -17,7 +17,9 @@ device explicitly:
   type (``LongTensor`` -> ``torch.int64``, ``ByteTensor`` -> ``torch.uint8``, ...).
 - The alias definition is removed once no use of it is left; uses that cannot be
   rewritten (``Tensor(n)`` with an unknown ``n`` may be a size or data,
-  ``isinstance(x, Tensor)``) are reported and the alias stays.
+  ``isinstance(x, Tensor)``) stay with the alias, and are reported only where the alias
+  is CUDA alone: one that also names the CPU type (``... if cuda else torch.FloatTensor``,
+  or a CPU default replaced under ``if use_cuda:``) follows the machine, which is correct.
 - ``Variable(x)`` -> ``x`` and ``Variable(x, requires_grad=True)`` ->
   ``x.requires_grad_()``. ``Variable`` always returned a detached tensor, so where ``x``
   may carry a graph (anything but a fresh tensor or a DataLoader batch) the result is
@@ -646,6 +648,8 @@ class LegacyCuda(Rule):
             call = parents.get(parent)
             if isinstance(call, cst.Call) and method_call(call, "type"):
                 return
+        if _has_a_cpu_choice(alias):
+            return  # ``cast = torch.FloatTensor; if on_gpu: cast = torch.cuda.FloatTensor``: the author's switch
         self.report(node, "this use of a legacy CUDA tensor type alias is not rewritten; the alias stays")
 
     VALID = [
@@ -712,6 +716,14 @@ class LegacyCuda(Rule):
             "        model(images, labels, LongTensor(labels.numel()))\n",
         ),
     ]
+
+
+def _has_a_cpu_choice(alias: _Alias) -> bool:
+    """A definition of the alias names the CPU type too (``torch.cuda.FloatTensor if cuda else
+    torch.FloatTensor``, or a CPU default replaced under ``if on_gpu:``): it follows the machine."""
+    cpu_types = {f"torch.{name}" for name in LEGACY_DTYPES}
+    return any(dotted(n) in cpu_types for d in alias.definitions for n in walk(d.value)
+               if isinstance(n, cst.Attribute))
 
 
 def _method(receiver: cst.BaseExpression, name: str, args: list[cst.Arg] | None = None) -> cst.Call:

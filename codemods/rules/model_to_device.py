@@ -26,7 +26,8 @@ built, before an optimizer is made from its parameters, is the expert fix.
   the model is reported, with the line of each use that holds it back. The same holds when
   an input devmod cannot move reaches the model: one made in library code, one from a
   library such as an image transform or a tokenizer, or a loader's batch that DM203 cannot
-  move (a graph object), also through the function the model is handed to; and when a
+  move (a graph object), also through the function the model is handed to (or a trainer class
+  of another file that keeps it and runs it in a loop, placing nothing); and when a
   method the file runs on a model of a class imported from another file makes a tensor
   devmod has no device for (its forward takes lists of ids, not a tensor).
 - A factory that builds a model and returns it without running it (``def mobilenet_v2():

@@ -338,3 +338,105 @@ def test_a_random_mask_read_only_as_python_booleans_stays_on_the_cpu():
                 return h
     """)
     assert result.output == code
+
+
+def test_an_input_made_with_arithmetic_stays_beside_a_model_devmod_cannot_place():
+    # The 29th run's wavenet tests: ``net = GrownNet(width=6)`` from a package devmod cannot see, never
+    # moved, and ``probe = torch.rand(1, 6) * 2 - 1`` got ``device=device`` (a plain ``torch.rand`` did not).
+    code, result = run("""\
+        import torch
+        from somepkg.models import GrownNet
+
+        net = GrownNet(width=6)
+        probe = torch.rand(1, 6) * 2 - 1
+        print(net(probe))
+    """)
+    assert result.output == code
+
+
+def test_a_model_handed_to_a_trainer_class_of_another_file_stays_with_its_batches(tmp_path: Path):
+    # wavenet's ``WavenetTrainer(model=model, ...)`` casts each batch with ``x.type(self.dtype)``, a CPU
+    # type by default; the driver's model got ``.to(device)`` and every training step mixed devices.
+    reports = _project(tmp_path, {"fitlib.py": """\
+        import torch
+
+
+        class Fitter:
+            def __init__(self, net, batches, cast=torch.FloatTensor):
+                self.net = net
+                self.batches = batches
+                self.cast = cast
+
+            def fit(self):
+                for xb in self.batches:
+                    print(self.net(xb.type(self.cast)).sum())
+    """, "run_fit.py": """\
+        import torch
+        from torch import nn
+        from fitlib import Fitter
+
+        net = nn.Linear(3, 2)
+        batches = [torch.rand(4, 3) for _ in range(2)]
+        Fitter(net, batches).fit()
+    """})
+    run_fit = reports["run_fit.py"]
+    assert not run_fit.diff and [f.code for f in run_fit.findings] == ["DM202"]
+    assert "handed to `Fitter`" in run_fit.findings[0].message
+
+
+def test_a_model_method_that_builds_its_input_with_a_legacy_constructor_holds_the_model_back(tmp_path: Path):
+    # wavenet's ``generate_fast``: ``torch.FloatTensor(1, n).zero_()`` fed to the model's own layers,
+    # in a method the driver calls; the 27th run's check missed the chained ``.zero_()``.
+    reports = _project(tmp_path, {"genlib.py": """\
+        import torch
+        from torch import nn
+
+
+        class Stepper(nn.Module):
+            def __init__(self, width=5):
+                super().__init__()
+                self.width = width
+                self.proj = nn.Linear(width, width)
+
+            def forward(self, x):
+                return self.proj(x)
+
+            def roll_out(self, steps):
+                cur = torch.FloatTensor(1, self.width).zero_()
+                outs = []
+                for _ in range(steps):
+                    cur = torch.tanh(self.proj(cur))
+                    outs.append(cur.detach().cpu().numpy())
+                return outs
+    """, "run_gen.py": """\
+        import torch
+        from genlib import Stepper
+
+        net = Stepper(width=5)
+        print(len(net.roll_out(3)))
+    """})
+    run_gen = reports["run_gen.py"]
+    assert not run_gen.diff and "genlib.py:15" in run_gen.findings[0].message
+
+
+def test_a_legacy_type_alias_that_follows_the_machine_is_not_reported_where_it_is_passed_on():
+    # wavenet's scripts: ``dtype = torch.FloatTensor`` then ``if use_cuda: dtype = torch.cuda.FloatTensor``,
+    # handed on as ``dtype=dtype``; DM304 reported each use (7 false reports).
+    _, result = run("""\
+        import torch
+        from torch import nn
+
+        cast = torch.FloatTensor
+        on_gpu = torch.cuda.is_available()
+        if on_gpu:
+            cast = torch.cuda.FloatTensor
+
+
+        def fit(net, batches, cast):
+            for xb in batches:
+                print(net(xb.type(cast)).sum())
+
+
+        fit(nn.Linear(3, 2), [torch.rand(4, 3)], cast=cast)
+    """)
+    assert not [f for f in result.findings if f.code == "DM304"]

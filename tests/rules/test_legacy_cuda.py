@@ -116,7 +116,9 @@ def test_dm304_alias_stays_while_a_use_is_left():
     assert "Tensor = torch.cuda.FloatTensor" in result.output
     assert "a = torch.zeros(2, 2, device=device)" in result.output
     assert "b = Tensor(2, 2).fill_(0)  # devmod: ignore[DM304]" in result.output
-    assert [f for f in result.findings if not f.fixed and "alias" in f.message]
+    # The alias follows the machine (a CPU choice beside the CUDA one): its remaining use is correct
+    # code, so it is not reported (``--check`` would fail on it forever, the 29th run's wavenet).
+    assert not [f for f in result.findings if not f.fixed and "alias" in f.message]
 
 
 def test_dm304_unused_alias_from_the_start_is_not_touched():

@@ -297,8 +297,11 @@ def write_sources(text: str, notebook: Any, sources: dict[int, str]) -> str:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        canonical = nbformat.writes(notebook)
-        if text in (canonical, canonical + "\n"):
+        try:
+            canonical = nbformat.writes(notebook)
+        except Exception:  # an output nbformat cannot write (``"outputs": [{}]``): splice the text instead
+            canonical = None
+        if canonical is not None and text in (canonical, canonical + "\n"):
             # Written by Jupyter itself: nbformat reproduces every byte, so it may write the result.
             for index, source in sources.items():
                 notebook.cells[index].source = source

@@ -283,3 +283,17 @@ def test_lines_named_in_a_report_are_cells_and_lines_of_the_notebook(tmp_path: P
     report = next(line for line in err.splitlines() if "DM202" in line)
     assert report.startswith(f"{path}:cell-3:1:1: DM202 model `net` and its data stay where they are")
     assert "the batch of the loop at cell-4:1:" in report and "line" not in report.split("DM202", 1)[1]
+
+
+def test_a_notebook_with_an_output_nbformat_cannot_write_is_still_rewritten(tmp_path: Path) -> None:
+    # The 29th run's pytorch-wavenet ``profiling.ipynb``: a code cell with an empty output ``{}``.
+    # nbformat's writer raised AttributeError (output_type) and the whole notebook was skipped.
+    path = tmp_path / "nb.ipynb"
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [{}],
+            "source": ["import torch\n", "w = torch.ones(3).cuda()\n"]}
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 1, "metadata": {}, "cells": [cell]}, indent=1))
+    code, _, err = run("apply", str(path))
+    assert code == 0, err
+    written = json.loads(path.read_text())
+    assert written["cells"][0]["outputs"] == [{}]
+    assert "w = torch.ones(3, device=device)" in "".join(written["cells"][0]["source"])

@@ -215,6 +215,8 @@ def _unplaceable_inside(metadata: Mapping, facts: ClassFacts, built: cst.Call,
     return None
 
 
+# Why a model handed to another file's training loop (or trainer class) stays.
+_LOOP_ELSEWHERE = "a loop in another file whose batches devmod does not move"
 # Builtins that look at a model without running it.
 _READ_ONLY_BUILTINS = frozenset({"print", "len", "str", "repr", "isinstance", "type", "id", "hasattr", "getattr",
                                  "setattr", "vars", "dir"})
@@ -718,11 +720,16 @@ class _GroupFinder:
             call = self.parents.get(parent)
             self.handed_away.append(f"it is handed to `{dotted(call.func)}` (line {line_of(self.metadata, call)}), "  # type: ignore[union-attr]
                                     "a library object that runs it on inputs devmod does not follow")
+        elif handed and isinstance(parent, cst.Arg) and parent.keyword is not None and not parent.star \
+                and isinstance(self.parents.get(parent), cst.Call) and dotted(self.parents[parent].func) in self.loops:
+            call = self.parents[parent]  # ``WavenetTrainer(model=model, ...)``
+            self.handed_away.append(f"it is handed to `{dotted(call.func)}` (line {line_of(self.metadata, call)}), "
+                                    + _LOOP_ELSEWHERE)
         elif handed and isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
             call = self.parents.get(parent)
             if isinstance(call, cst.Call) and dotted(call.func) in self.loops:
                 self.handed_away.append(f"it is handed to `{dotted(call.func)}` (line {line_of(self.metadata, call)}), "
-                                        "a loop in another file whose batches devmod does not move")
+                                        + _LOOP_ELSEWHERE)
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) \
                     and call.func.value in self.facts.classes and call.func.value not in self.facts.model_classes:
                 # ``ClassSpecificImageGeneration(model, ...)``: an object of the file keeps the model and

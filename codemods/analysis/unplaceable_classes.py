@@ -98,7 +98,8 @@ def _may_take_a_device(method: ast.FunctionDef, nodes: list[ast.AST]) -> bool:
     handed to one of the model's own parts or to a ``torch.*_like`` function?"""
     args = method.args
     params = [a for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
-    names = {a.arg for a in params}
+    # ``first_samples=None``: on the default path there is no tensor to ask (as the rules read it)
+    names = {a.arg for a in params} - _defaulting_to_none(args)
     if any(a.annotation is not None and ast_dotted(a.annotation).rsplit(".", 1)[-1] == "Tensor" for a in params):
         return True
     if method.name == "forward" and params:
@@ -114,6 +115,13 @@ def _may_take_a_device(method: ast.FunctionDef, nodes: list[ast.AST]) -> bool:
                 and node.func.value.id == "self" or ast_dotted(node.func).endswith("_like")):
             return True
     return False
+
+
+def _defaulting_to_none(args: ast.arguments) -> set[str]:
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+             *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)]
+    return {a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is None}
 
 
 def _container(name: str, nodes: list[ast.AST]) -> bool:
@@ -162,7 +170,13 @@ def _meets_others(call: ast.Call, nodes: list[ast.AST]) -> bool:
 
 
 def _made_by(value: ast.AST, call: ast.Call) -> bool:
-    """``value`` is ``call`` or a method chain on it (``torch.FloatTensor(1, n).zero_()``)."""
-    while value is not call and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-        value = value.func.value
+    """``value`` is ``call`` or a method chain on it (``torch.FloatTensor(1, n).zero_()``), also
+    wrapped in ``Variable``."""
+    while value is not call and isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute):
+            value = value.func.value
+        elif ast_dotted(value.func).endswith("Variable") and len(value.args) == 1:
+            value = value.args[0]  # ``Variable(torch.FloatTensor(1, n).zero_())``
+        else:
+            break
     return value is call

@@ -382,6 +382,17 @@ def test_a_model_handed_to_a_trainer_class_of_another_file_stays_with_its_batche
     run_fit = reports["run_fit.py"]
     assert not run_fit.diff and [f.code for f in run_fit.findings] == ["DM202"]
     assert "handed to `Fitter`" in run_fit.findings[0].message
+    # Handed by keyword, with the class from a star import (wavenet's ``test_script.py``).
+    reports = _project(tmp_path, {"run_fit.py": """\
+        import torch
+        from torch import nn
+        from fitlib import *
+
+        net = nn.Linear(3, 2)
+        fitter = Fitter(net=net, batches=[torch.rand(4, 3)])
+        fitter.fit()
+    """})
+    assert not reports["run_fit.py"].diff and "handed to `Fitter`" in reports["run_fit.py"].findings[0].message
 
 
 def test_a_model_method_that_builds_its_input_with_a_legacy_constructor_holds_the_model_back(tmp_path: Path):
@@ -390,6 +401,7 @@ def test_a_model_method_that_builds_its_input_with_a_legacy_constructor_holds_th
     reports = _project(tmp_path, {"genlib.py": """\
         import torch
         from torch import nn
+        from torch.autograd import Variable
 
 
         class Stepper(nn.Module):
@@ -401,8 +413,10 @@ def test_a_model_method_that_builds_its_input_with_a_legacy_constructor_holds_th
             def forward(self, x):
                 return self.proj(x)
 
-            def roll_out(self, steps):
-                cur = torch.FloatTensor(1, self.width).zero_()
+            def roll_out(self, steps, first=None):
+                if first is not None:
+                    steps = steps + first.size(0)  # a tensor only when given: no device on the default path
+                cur = Variable(torch.FloatTensor(1, self.width).zero_())
                 outs = []
                 for _ in range(steps):
                     cur = torch.tanh(self.proj(cur))
@@ -416,7 +430,7 @@ def test_a_model_method_that_builds_its_input_with_a_legacy_constructor_holds_th
         print(len(net.roll_out(3)))
     """})
     run_gen = reports["run_gen.py"]
-    assert not run_gen.diff and "genlib.py:15" in run_gen.findings[0].message
+    assert not run_gen.diff and "genlib.py:18" in run_gen.findings[0].message
 
 
 def test_a_legacy_type_alias_that_follows_the_machine_is_not_reported_where_it_is_passed_on():

@@ -454,3 +454,34 @@ def test_a_legacy_type_alias_that_follows_the_machine_is_not_reported_where_it_i
         fit(nn.Linear(3, 2), [torch.rand(4, 3)], cast=cast)
     """)
     assert not [f for f in result.findings if f.code == "DM304"]
+
+
+def test_a_batch_handed_to_a_function_of_the_file_that_moves_it_is_not_moved_again():
+    # The 30th run's wavenet_vocoder ``evaluate.py``: ``for idx, (x, y, c, g, lengths) in enumerate(loader)``
+    # handed ``c`` and ``g`` to ``batch_wavegen``, which moves them itself (``None if g is None else
+    # g.to(device)``); DM203 inserted ``g.to(device)`` at the top of the loop, and ``g`` is None there.
+    code, result = run("""\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader
+
+        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        def pack(items):
+            return torch.stack([a for a, _ in items]), None
+
+
+        def run_net(net, feats, spk=None):
+            feats = feats.to(dev)
+            spk = None if spk is None else spk.to(dev)
+            return net(feats)
+
+
+        if __name__ == "__main__":
+            loader = DataLoader([(torch.randn(4), 0) for _ in range(6)], batch_size=3, collate_fn=pack)
+            net = nn.Linear(4, 2).to(dev)
+            for step, (feats, spk) in enumerate(loader):
+                print(step, run_net(net, feats, spk).shape)
+    """)
+    assert result.output == code and not result.findings

@@ -69,6 +69,9 @@ class FileRole:
     # (class, method, where) for model classes of other files whose method makes a tensor devmod has no
     # device for (graphsage's aggregator): a model of one moved by this file would compute with it.
     unplaceable_methods: frozenset[tuple[str, str, str]] = frozenset()
+    # (function, position, parameter) for project functions that move that parameter themselves
+    # (``g = None if g is None else g.to(device)``): a batch handed to one is placed by its author.
+    param_movers: frozenset[tuple[str, int, str]] = frozenset()
     in_package: bool = False  # a module of a package (an ``__init__.py`` beside it): library-shaped
 
 
@@ -100,6 +103,7 @@ class _Summary:
     cuda_methods: set[str] = field(default_factory=set)  # classes that define their own ``cuda()``
     host_methods: dict[str, set[str]] = field(default_factory=dict)  # class -> its methods returning CPU tensors
     unplaceable: dict[str, dict[str, int]] = field(default_factory=dict)  # class -> {method: line of the tensor}
+    param_movers: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # function -> moved parameters
 
 
 def module_names(path: str) -> tuple[str, ...]:
@@ -178,6 +182,9 @@ def summarise(path: str, source: str) -> _Summary | None:
                 summary.loop_functions.add(stmt.name)
             if _calls_set_device(nodes):
                 summary.cuda_device_setters.add(stmt.name)
+            moved = _moved_parameters(stmt, nodes)
+            if moved:
+                summary.param_movers[stmt.name] = moved
             if _returns_lists(nodes):
                 summary.list_collators.add(stmt.name)
             args = stmt.args
@@ -535,6 +542,16 @@ def _feeds_a_handed_model(function: ast.FunctionDef | ast.AsyncFunctionDef, node
     return False
 
 
+def _moved_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> list[tuple[int, str]]:
+    """(position, name) of each parameter the function moves itself (``c.to(device)``, ``g.cuda()``)."""
+    args = function.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args)]
+    moved = {n.func.value.id for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr in ("to", "cuda") and isinstance(n.func.value, ast.Name)}
+    return [(i, p) for i, p in enumerate(params) if p in moved] + \
+        [(-1, a.arg) for a in args.kwonlyargs if a.arg in moved]
+
+
 def _runs_a_handed_model(klass: ast.ClassDef, nodes: list[ast.AST]) -> bool:
     """A trainer class: ``__init__`` keeps a parameter (``self.net = net``) that a loop in one of
     its methods calls (``for xb in self.batches: self.net(xb.type(self.cast))``), and the class
@@ -706,6 +723,9 @@ class ProjectIndex:
                         star_names=frozenset(self._star_variables(summary)),
                         host_methods=frozenset(self._host_methods_seen_in(summary, host_methods)),
                         unplaceable_methods=frozenset(self._unplaceable_seen_in(summary, visible)),
+                        param_movers=frozenset((name, index, param) for name, (file, original) in visible.items()
+                                               if file in self.files
+                                               for index, param in self.files[file].param_movers.get(original, ())),
                         in_package=in_package)
 
     def _unplaceable_seen_in(self, summary: _Summary,

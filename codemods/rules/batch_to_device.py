@@ -85,7 +85,8 @@ class BatchToDevice(Rule):
         if device is None or not self._feeds_model(original_node):
             return updated_node
         device_names = set(DEVICE_LIKE_NAMES) | {self.shared_name, *(n.value for n in walk(device) if isinstance(n, cst.Name))}
-        plan = batch_plan(self.metadata, original_node, loader, self._is_model, device_names, self._packs)
+        plan = batch_plan(self.metadata, original_node, loader, self._is_model, device_names, self._packs,
+                          self.state.role.param_movers)
         if isinstance(plan, str):
             self.report(original_node, f"batch not moved to the device: {plan}; move it by hand")
             return updated_node

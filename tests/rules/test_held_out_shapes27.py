@@ -485,3 +485,35 @@ def test_a_batch_handed_to_a_function_of_the_file_that_moves_it_is_not_moved_aga
                 print(step, run_net(net, feats, spk).shape)
     """)
     assert result.output == code and not result.findings
+
+
+def test_a_batch_handed_to_a_function_of_another_file_that_moves_it_is_not_moved_again(tmp_path: Path):
+    # wavenet_vocoder's ``evaluate.py`` imports ``batch_wavegen`` from ``synthesis.py``.
+    reports = _project(tmp_path, {"synth.py": """\
+        import torch
+
+        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        def run_net(net, feats, spk=None):
+            feats = feats.to(dev)
+            spk = None if spk is None else spk.to(dev)
+            return net(feats)
+    """, "evaluate.py": """\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader
+        from synth import dev, run_net
+
+
+        def pack(items):
+            return torch.stack([a for a, _ in items]), None
+
+
+        if __name__ == "__main__":
+            loader = DataLoader([(torch.randn(4), 0) for _ in range(6)], batch_size=3, collate_fn=pack)
+            net = nn.Linear(4, 2).to(dev)
+            for step, (feats, spk) in enumerate(loader):
+                print(step, run_net(net, feats, spk=spk).shape)
+    """})
+    assert not reports["evaluate.py"].diff and not reports["evaluate.py"].findings

@@ -27,8 +27,8 @@ the top of the loop body.
   handed to a call (``mean_std(loader)`` summarising data on the CPU, whose caller may
   then call ``.numpy()``); the batch has nothing on the device to meet there;
 - nothing changes where a batch is already moved in the loop (``.to``, ``.cuda()``,
-  a comprehension, a ``to_device(batch, device)`` helper, or a function of the file that moves
-  the parameter it is handed, ``None if g is None else g.to(device)``), in Dataset, model or
+  a comprehension, a ``to_device(batch, device)`` helper, or a function of the project that
+  moves the parameter it is handed, ``None if g is None else g.to(device)``), in Dataset, model or
   other class code, or where Accelerate/Fabric prepared the loader;
 - other shapes (custom batch objects, nested or starred targets, batches used in
   ways devmod cannot see) are reported, not rewritten.

@@ -371,7 +371,7 @@ class DeviceLookup:
             if method.name.value in construction_methods(place.klass):
                 return None
             function = place.function
-            tensor = self._tensor_parameter(function) or _used_as_tensor(function) or _fed_to_own_parts(function)
+            tensor = self._method_tensor_input(function)
         elif place.kind is ScopeKind.FUNCTION and functions and not self._in_main_block(functions[-1]) \
                 and (self.role.imported or functions[-1].name.value not in self.role.driver_functions):
             tensor = self._helper_tensor_parameter(functions)
@@ -571,7 +571,7 @@ class DeviceLookup:
         method = self._method_around(function)  # a def nested in a method is no method itself
         if method.name.value in construction_methods(place.klass):
             return None  # runs while the parameters are still on the CPU: ``model.to()`` places later
-        tensor_param = self._tensor_parameter(function) or _used_as_tensor(function) or _fed_to_own_parts(function)
+        tensor_param = self._method_tensor_input(function)
         if tensor_param and not _moves_its_parameters(function):
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
         receiver = _instance_parameter(method)
@@ -605,6 +605,11 @@ class DeviceLookup:
     def _method_around(self, function: cst.FunctionDef) -> cst.FunctionDef:
         """The method that ``function`` is, or is nested in: the outermost def below the class."""
         return [function, *self._enclosing_functions(function)][-1]
+
+    def _method_tensor_input(self, function: cst.FunctionDef) -> str | None:
+        """The input a model method computes on: forward's, one read or annotated as a tensor, or
+        one handed to the model's own parts."""
+        return self._tensor_parameter(function) or _used_as_tensor(function) or _fed_to_own_parts(function)
 
     @staticmethod
     def _tensor_parameter(function: cst.FunctionDef) -> str | None:

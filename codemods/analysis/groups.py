@@ -137,6 +137,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
                  list_collators: frozenset[str] = frozenset(),
                  host_methods: frozenset[str] = frozenset(),
                  unplaceable_methods: frozenset[tuple[str, str, str]] = frozenset(),
+                 param_movers: frozenset[tuple[str, int, str]] = frozenset(),
                  in_library: Callable[[cst.CSTNode], bool] = lambda node: True) -> dict[cst.Assign, Group]:
     """Every model bound by an assignment in ``module``, with the held-out data it meets.
 
@@ -183,7 +184,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
         groups[statement].unplaceable_inline = [line_of(metadata, e) for e in groups[statement].inline
                                                 if not placeable(e)]
     _stuck_batches(metadata, module, facts, groups, device_names, finder.packs, placeable, list_collators,
-                   in_library)
+                   in_library, param_movers)
     _block_together(groups, _parts(metadata, groups) + _outputs_passed_on(metadata, module, groups))
     return groups
 
@@ -218,8 +219,7 @@ def _unplaceable_inside(metadata: Mapping, facts: ClassFacts, built: cst.Call,
 # Why a model handed to another file's training loop (or trainer class) stays.
 _LOOP_ELSEWHERE = "a loop in another file whose batches devmod does not move"
 # Builtins that look at a model without running it.
-_READ_ONLY_BUILTINS = frozenset({"print", "len", "str", "repr", "isinstance", "type", "id", "hasattr", "getattr",
-                                 "setattr", "vars", "dir"})
+_READ_ONLY_BUILTINS = _HARMLESS_CALLS | {"isinstance", "type", "id", "hasattr", "getattr", "setattr", "vars", "dir"}
 
 
 def _unplaceable_imported(metadata: Mapping, model: cst.Name, built: cst.Call,
@@ -334,7 +334,8 @@ def _placed_by_its_factory(metadata: Mapping, call: cst.Call) -> bool:
 def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, groups: Mapping[cst.Assign, Group],
                    device_names: frozenset[str], packs: bool, placeable: Callable[[cst.CSTNode], bool],
                    collators: frozenset[str] = frozenset(),
-                   in_library: Callable[[cst.CSTNode], bool] = lambda node: True) -> None:
+                   in_library: Callable[[cst.CSTNode], bool] = lambda node: True,
+                   param_movers: frozenset[tuple[str, int, str]] = frozenset()) -> None:
     """``for g, labels in loader: model(g, g.ndata["feat"])`` with a batch devmod cannot move
     (DM203 reports it), or a loop in library code, where devmod adds no device: the models fed
     there, directly or handed to the loop's function (``train(model, loader)``), stay with
@@ -359,7 +360,7 @@ def _stuck_batches(metadata: Mapping, module: cst.Module, facts: ClassFacts, gro
         fed = models_fed(metadata, module, loop, groups)
         if not fed:
             continue
-        why = batch_plan(metadata, loop, loader, is_model, set(device_names), packs)
+        why = batch_plan(metadata, loop, loader, is_model, set(device_names), packs, param_movers)
         if why is not None and not placeable(loop):
             why = "it is in library code, where devmod adds no device" if in_library(loop) else \
                 "devmod has no device there (a function that takes no device and runs no model itself)"

@@ -355,49 +355,19 @@ def moved_in(body: cst.CSTNode, names: set[str], device_names: set[str]) -> bool
     return False
 
 
-def _moved_by_a_function_of_the_file(metadata: Mapping, body: cst.CSTNode, names: set[str],
-                                     param_movers: frozenset[tuple[str, int, str]] = frozenset()) -> bool:
+def _moved_by_its_callee(body: cst.CSTNode, names: set[str], param_movers: frozenset[tuple[str, int, str]]) -> bool:
     """A batch name handed to a function of the project that moves that parameter itself
     (wavenet_vocoder's ``batch_wavegen(model, c=c, g=g)``: ``None if g is None else g.to(device)``):
     the author places the batch there, where a member may be None. ``param_movers``: the project
-    index's answer for functions of other files."""
+    index's (function, position, parameter) for the functions this file sees, its own included."""
     for call in nodes_of(body, cst.Call):
         callee = dotted(call.func) or ""
-        movers = {(index, param) for name, index, param in param_movers if name == callee}
-        if movers and _hands_a_moved_parameter(call, names, movers):
-            return True
-        if not isinstance(call.func, cst.Name):
-            continue
-        bindings = metadata[ScopeProvider].get(call.func)
-        found = [getattr(b, "node", None) for b in (bindings[call.func.value] if bindings is not None else ())]
-        function = found[0] if len(found) == 1 and isinstance(found[0], cst.FunctionDef) else None
-        if function is None:
-            continue
-        params = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        for arg in call.args:
-            if not (isinstance(arg.value, cst.Name) and arg.value.value in names) or arg.star:
+        for name, index, param in param_movers:
+            if name != callee:
                 continue
-            if arg.keyword is not None:
-                param = next((p for p in params if p.name.value == arg.keyword.value), None)
-            else:
-                index = positional.index(arg)
-                param = params[index] if index < len(params) else None
-            if param is not None and any(method_call(n, *_MOVES) and isinstance(n.func.value, cst.Name)
-                                         and n.func.value.value == param.name.value for n in walk(function.body)):
+            arg = argument_for(call, index if index >= 0 else len(call.args), param)  # (-1: keyword-only)
+            if isinstance(arg, cst.Name) and arg.value in names:
                 return True
-    return False
-
-
-def _hands_a_moved_parameter(call: cst.Call, names: set[str], movers: set[tuple[int, str]]) -> bool:
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    for arg in call.args:
-        if not (isinstance(arg.value, cst.Name) and arg.value.value in names) or arg.star:
-            continue
-        if arg.keyword is not None and any(param == arg.keyword.value for _, param in movers):
-            return True
-        if arg.keyword is None and any(index == positional.index(arg) for index, _ in movers):
-            return True
     return False
 
 
@@ -481,7 +451,7 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         return "the batch is unpacked into nested or starred names"
     if moved_in(loop.body, set(names), device_names):
         return None
-    if _moved_by_a_function_of_the_file(metadata, loop.body, set(names), param_movers):
+    if _moved_by_its_callee(loop.body, set(names), param_movers):
         return None  # ``run_net(net, feats, spk)`` whose body moves ``feats`` (and ``spk`` unless None)
     if isinstance(target, cst.Name):
         if next(_uses(metadata, loop.body, target.value), None) is None:

@@ -153,6 +153,7 @@ class Rule(VisitorBasedCodemodCommand):
                                   list_collators=self.state.role.list_collators,
                                   host_methods=self.state.role.host_methods,
                                   unplaceable_methods=self.state.role.unplaceable_methods,
+                                  param_movers=self.state.role.param_movers,
                                   in_library=self.devices.in_library_code)
             cached = self.state.groups = (self.tree, groups)
         return cached[1]

@@ -300,6 +300,9 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
         context = CodemodContext(scratch={STATE_KEY: state})
         wrapper: MetadataWrapper | None = None
         pass_changed = False
+        # A rule after a fix in this pass reads the fixed text: its findings are placed (and its
+        # suppressions read) in that text. (index of the first finding found in it, the text)
+        read_texts: list[tuple[int, str]] = [(0, source)]
         if allow is None:  # (``allow`` may ask a person: never twice for one fix)
             # Most passes fix nothing: one walk for all rules, no rebuilt tree (see scan.py).
             wrapper = _wrap(module)
@@ -328,17 +331,21 @@ def _run_passes(module: cst.Module, rules: Iterable[type[Rule]], config: Config,
                                   "file left unchanged, please report this") from exc
             if state.changed:
                 module, wrapper, pass_changed = result, None, True
+                text = module.code
+                state.source, state.source_module, state.origins = text, module, None
+                if suppressions.by_line:  # line numbers moved: read the comments again
+                    state.suppressions = suppressions = read_suppressions(text)
+                read_texts.append((len(state.findings), text))
                 # the rules after this one run on the new tree: ask them again (DM101 may now have a use)
-                kept = candidate_rules(all_chosen, module.code, config, role)
+                kept = candidate_rules(all_chosen, text, config, role)
                 if state.device_used:
                     kept += [r for r in all_chosen if r.CODE == SHARED_DEVICE_CODE]
             del result  # a rebuilt tree that changed nothing goes now, not after the next rule's visit
-        found = _placed_in(original, source, state.findings)
+        found = [placed for (start, text), (end, _) in zip(read_texts, read_texts[1:] + [(len(state.findings), "")])
+                 for placed in _placed_in(original, text, state.findings[start:end])]
         fixed.extend(f for f in found if f.fixed)
         if not pass_changed:
             return module, fixed + [f for f in found if not f.fixed], source
-        source, first_pass = module.code, False
-        if suppressions.by_line:  # line numbers moved: read the comments again
-            suppressions = read_suppressions(source)
+        source, first_pass = state.source, False
     raise SourceError(f"internal error: rules did not settle after {MAX_PASSES} passes; "
                       "file left unchanged, please report this")

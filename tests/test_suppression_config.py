@@ -76,6 +76,34 @@ def test_suppression_survives_lines_moving():
     assert not result.open_findings
 
 
+# An earlier rule of the same pass (DM304) removes a line above: the rules after it read the
+# shorter text, so the comment is looked up, and the findings are placed, in the text each rule read.
+LINE_REMOVED_ABOVE = """\
+import torch
+from torch.autograd import Variable
+
+
+def evaluate(net):
+    x = Variable(torch.rand(2, 3))
+    net = net.cuda()  # devmod: ignore[DM103]
+    y = torch.rand(2, 3).cuda()
+    return net(x), y
+"""
+
+
+def test_suppression_holds_after_a_line_removed_earlier_in_the_pass():
+    result = run_engine(LINE_REMOVED_ABOVE)
+    assert "    net = net.cuda()  # devmod: ignore[DM103]\n" in result.output
+    assert "    y = torch.rand(2, 3).to(device)\n" in result.output
+    assert result.fix_counts["DM103"] == 1
+
+
+def test_fixed_findings_point_at_the_user_line_after_a_line_removed_earlier_in_the_pass():
+    code = LINE_REMOVED_ABOVE.replace("  # devmod: ignore[DM103]", "")
+    cuda_lines = [f.line for f in run_engine(code).findings if f.code == "DM103"]
+    assert sorted(cuda_lines) == [7, 8]  # the lines of the two ``.cuda()`` calls in ``code``
+
+
 def test_report_only_finding_is_suppressed():
     code = "import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')  # devmod: ignore[DM402]\n"
     assert "DM402" not in codes(run_engine(code))

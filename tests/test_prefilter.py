@@ -45,6 +45,8 @@ CASES = {
               "import torch\n\ndef train(model, loader):\n    for x in loader:\n        model(x)\n"),
     "DM204": ("import torch\nx = torch.zeros(3)\ny = x.to('cpu')\nself_model.net.float()\n",
               "import torch\nx = torch.zeros(3)\nx.to('cpu')\n"),
+    "DM205": ("import torch\nx = torch.zeros(3)\nsame = x.get_device() == 0\nself.get_device()\n",
+              "import torch\nx = torch.zeros(3)\ny = torch.ones(3).to(x.get_device())\n"),
     "DM301": ("import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self, n):\n"
               "        super().__init__()\n        self.n = n\n        self.w = nn.Parameter(torch.ones(n))\n",
               "import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self):\n"

@@ -35,6 +35,7 @@ DEVICE_ERROR_PATTERNS = (
     "'lengths' argument should be a 1D CPU int64 tensor",
     "cannot pin 'torch.cuda",
     "invalid device ordinal",
+    "Device index must not be negative",  # ``.to(x.get_device())`` with ``x`` on the CPU (-1)
     "invalid gradient at index",  # backward(grad) with grad on another device
     "and mask to be on the same device",  # masked_fill
     "device type for generator but found",  # a CPU generator for a CUDA factory (or the reverse)
@@ -47,7 +48,7 @@ DEVICE_ERROR_PATTERNS = (
 # Fallback names; the rule registry is asked first so hints follow the catalogue.
 RULE_NAMES = {
     "DM101": "shared-device", "DM102": "string-device", "DM103": "cuda-call", "DM104": "cuda-only-call",
-    "DM201": "factory-device",
+    "DM201": "factory-device", "DM205": "device-index",
     "DM202": "model-to-device", "DM203": "batch-to-device", "DM204": "discarded-to", "DM301": "tensor-buffer",
     "DM302": "load-map-location", "DM303": "numpy-cpu", "DM304": "legacy-cuda", "DM305": "module-container",
     "DM401": "layer-in-forward", "DM403": "optimizer-state-order", "DM404": "dataparallel-order",
@@ -156,6 +157,8 @@ def diagnose(exc: BaseException, device_of: Callable[[Any], str]) -> Diagnosis:
         if re.search(r"""["']cuda""", source):
             return Diagnosis("DM102", "a hard-coded \"cuda\" device on a machine without one")
         return Diagnosis("DM103", "`.cuda()` / CUDA-only calls on a machine without a GPU")
+    if "Device index must not be negative" in message:
+        return Diagnosis("DM205", "`x.get_device()` is -1 for a CPU tensor: pass `x.device` as the device")
     if "module must have its parameters and buffers" in message:
         return Diagnosis("DM404", "move the model to the device before wrapping it in DataParallel")
     if "indices should be either on cpu" in message:

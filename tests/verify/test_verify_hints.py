@@ -91,6 +91,13 @@ def test_gpu_only_code_on_a_cpu_only_machine(tmp_path, body, rule):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_a_device_index_of_a_cpu_tensor_names_dm205(tmp_path):
+    body = "x = torch.zeros(3)\ny = torch.ones(3).to(x.get_device())\n"
+    outcome = run_script(write(tmp_path, "import torch\n" + body), simulate=False)
+    assert (outcome.kind, outcome.rule, outcome.line) == ("device-error", "DM205", 3), outcome.traceback
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
 def test_a_gpu_checkpoint_loaded_on_a_cpu_only_machine(tmp_path):
     checkpoint = tmp_path / "gpu.pt"
     save = write(tmp_path, f"import torch\ntorch.save({{'w': torch.ones(2, device='cuda')}}, {str(checkpoint)!r})\n",

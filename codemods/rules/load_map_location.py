@@ -55,6 +55,12 @@ from .factory_device import with_keyword
 _BOOKKEEPING = re.compile(r"epoch|step|iter|best|acc|loss|score|miou|lr|arg|conf|cfg|opt|param|arch|version|"
                           r"state|sched|meta|name|model|net")
 
+# Keys of a checkpoint's numbers (not its tensors): read from a checkpoint, they meet no tensor.
+_NUMBERS = re.compile(r"epoch|step|iter|best|acc|loss|score|miou|lr|arg|conf|cfg|version|meta|name|arch")
+
+# Code that reads data on the CPU by design (a Dataset's methods, collate functions).
+_DATA_KINDS = (ScopeKind.DATA_METHOD, ScopeKind.DATA_CALLBACK)
+
 # A model's own methods: a loaded object asked for these runs as a model.
 _MODEL_API = frozenset({"eval", "train", "forward", "parameters", "named_parameters", "modules", "children"})
 
@@ -111,6 +117,13 @@ class LoadMapLocation(Rule):
         if isinstance(device, cst.SimpleString) and (self._used_as_loaded(original_node)
                                                      or self._handed_on_as_loaded(original_node)):
             return updated_node  # (an EMA shadow kept as restored, used beside the model's parameters)
+        if isinstance(device, cst.SimpleString) and self.devices.place(original_node).kind not in _DATA_KINDS \
+                and self._kept_as_loaded(original_node) and not self._only_converted(original_node) \
+                and not self._moved_as_loaded(original_node) \
+                and not (loaded is not None and flows_only_to_cpu_name(self.metadata, loaded)):
+            # Tensors used where they were restored (attention-transfer's teacher weights, run as a
+            # function's parameters beside the student's on the GPU): on the CPU they would meet them.
+            return updated_node
         if isinstance(device, cst.SimpleString) and self.devices.per_rank and self.state.role.sets_cuda_device \
                 and self._used_outside_state_dicts(original_node):
             # One process per GPU that keeps its ``.cuda()``: a tensor used as loaded (swav's queue)
@@ -259,6 +272,62 @@ class LoadMapLocation(Rule):
                     isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
                     and t.target.value.value == "self" for t in holder.targets):
                 return True
+        return False
+
+    def _kept_as_loaded(self, load: cst.Call) -> bool:
+        """May a tensor of the checkpoint be used where it was restored? Safe uses: handed to a
+        ``load_state_dict`` or ``copy_`` (which copy to where the model is), moved (``.to``,
+        ``.cuda``), a number read from it (``ckpt["epoch"]``), its keys; followed through names it is
+        bound to, subscripts, ``.items()`` / ``.values()`` / ``.get()``, comprehensions and the calls
+        it is handed to whose result is followed in turn (``sd = fix_keys(sd)``)."""
+        parents = self.metadata[ParentNodeProvider]
+        work: list[cst.CSTNode] = [load]
+        seen: set[int] = set()
+        while work:
+            node = work.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            expr, key = _part_read(parents, node)
+            if expr is not node and isinstance(key, str) and _NUMBERS.search(key.lower()):
+                continue
+            holder = parents.get(expr)
+            if isinstance(holder, (cst.ComparisonTarget, cst.Expr)):
+                continue  # ``"ema" in ckpt``, a bare statement
+            if isinstance(holder, cst.Attribute) and holder.value is expr:
+                call = parents.get(holder)
+                method = holder.attr.value
+                if method in ("to", "cuda", "cpu", "keys"):
+                    continue
+                if method in ("items", "values", "get") and isinstance(call, cst.Call) and call.func is holder:
+                    first = call.args[0].value if method == "get" and call.args else None
+                    key = first.evaluated_value if isinstance(first, cst.SimpleString) else None
+                    if not (isinstance(key, str) and _NUMBERS.search(key.lower())):
+                        work.append(call)  # (``ckpt.get("epoch", 0)`` is a number)
+                    continue
+                return True
+            if isinstance(holder, cst.Arg):
+                call = parents.get(holder)
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                        and call.func.attr.value in ("load_state_dict", "copy_"):
+                    continue
+                if isinstance(call, cst.Call):
+                    work.append(call)
+                    continue
+                return True
+            if isinstance(holder, cst.CompFor) and holder.iter is expr:
+                comprehension = next((a for a in ancestors(self.metadata, holder)
+                                      if isinstance(a, (cst.DictComp, cst.ListComp, cst.GeneratorExp, cst.SetComp))),
+                                     None)
+                if comprehension is None:
+                    return True
+                work.append(comprehension)
+                continue
+            name = assigned_name(self.metadata, expr)
+            if name is not None and parents.get(parents.get(name)) is holder:
+                work.extend(uses_of_binding(self.metadata, name))
+                continue
+            return True
         return False
 
     def _used_outside_state_dicts(self, load: cst.Call) -> bool:

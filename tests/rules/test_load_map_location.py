@@ -58,12 +58,41 @@ def test_dm302_device_defined_later_in_the_function_is_not_used():
     code = """\
     import torch
 
-    def main():
+    def main(model):
         state = torch.load("a.pt")
         device = torch.device("cuda")
-        return state, device
+        model.load_state_dict(state)
+        return model.to(device)
     """
     assert 'torch.load("a.pt", map_location="cpu")' in fix(code)
+
+
+def test_dm302_tensors_used_as_loaded_keep_where_they_were_saved():
+    # Run 31 (attention-transfer): a teacher's weights restored as a plain dict of tensors and used as
+    # a function's parameters beside the student's on the GPU: on the CPU they would meet them.
+    code = """\
+    import argparse
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cuda", action="store_true")
+
+    def distill(student, x, path):
+        saved = torch.load(path)
+        teacher = {k: v.detach() for k, v in saved["weights"].items()}
+        return forward(x, student) - forward(x, teacher)
+
+    def resume(model, optimizer, path):
+        ckpt = torch.load(path)
+        model.load_state_dict({k[7:]: v for k, v in ckpt["model"].items()})
+        for name, tensor in model.named_parameters():
+            tensor.data.copy_(ckpt["params"][name])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        return ckpt["epoch"], ckpt.get("best_acc", 0)
+    """
+    out = fix(code)
+    assert "saved = torch.load(path)\n" in out
+    assert 'ckpt = torch.load(path, map_location="cpu")\n' in out
 
 
 def test_dm302_from_import_and_alias():

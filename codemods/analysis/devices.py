@@ -191,34 +191,38 @@ _SETTINGS_NAMES = frozenset({"args", "opt", "opts", "cfg", "config", "conf", "hp
                              "FLAGS", "flags", "settings", "options"})
 
 
-def user_chosen_device(module: cst.Module, text: str | None = None) -> bool:
+def user_chosen_device(module: cst.Module, text: str | None = None) -> str | None:
     """Does the file take its device from the user's settings (``args.device``,
     ``cfg.device``)? Then a second, global device would override the user's choice
     (``--device cpu`` on a GPU machine): the file's own choice is left to decide. So it is
     for a file that shares a model between processes (``model.share_memory()``).
+    The answer is what shows it, as a report's reason names it (None: nothing does).
     ``text``: the module's source, when known: without any of the words these need, the
     tree is not walked."""
     if text is not None and not any(word in text for word in _USER_DEVICE_WORDS) \
             and not _SETTINGS_DEVICE.search(text):
-        return False
+        return None
     for node in walk(module):
         if isinstance(node, (cst.Import, cst.ImportFrom)) and _imports_placer(node):
-            return True  # Accelerate / Fabric place the model and prepared loaders themselves
+            # Accelerate / Fabric place the model and prepared loaders themselves
+            return "the file leaves placement to Accelerate or Fabric"
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value == "add_argument" and any(
-                    isinstance(a.value, cst.SimpleString) and _DEVICE_FLAG.search(a.value.value)
-                    for a in node.args if a.keyword is None):
-            return True  # ``--cuda`` / ``--device`` / ``--no-cuda``: the user picks where it runs
+                and node.func.attr.value == "add_argument":
+            flag = next((a.value.evaluated_value for a in node.args if a.keyword is None
+                         and isinstance(a.value, cst.SimpleString) and _DEVICE_FLAG.search(a.value.value)), None)
+            if flag is not None:  # ``--cuda`` / ``--device`` / ``--no-cuda``: the user picks where it runs
+                return f"the file has a `{flag}` option, so where it runs is the user's choice"
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value == "share_memory" and not node.args:
-            return True  # Hogwild: models in CPU shared memory for forked workers, which cannot use CUDA
+            # Hogwild: models in CPU shared memory for forked workers, which cannot use CUDA
+            return "the file shares a model between processes (`share_memory()`), which keeps it on the CPU"
         if isinstance(node, cst.Attribute) and node.attr.value == "device":
             base = node.value
             while isinstance(base, cst.Attribute):
                 base = base.value
             if isinstance(base, cst.Name) and base.value in _SETTINGS_NAMES:
-                return True
-    return False
+                return f"the file takes its device from the user's settings (`{code_of(node)}`)"
+    return None
 
 
 # Words without which ``user_chosen_device`` finds nothing (a text check before the walk).
@@ -294,7 +298,7 @@ class DeviceLookup:
     def __init__(self, metadata: Mapping, facts: ClassFacts, shared_name: str,
                  chosen_conditionally: bool = False, per_rank: bool = False,
                  defined_from: int | None = None, role: FileRole | None = None,
-                 module: cst.Module | None = None, user_device: bool = False) -> None:
+                 module: cst.Module | None = None, user_device: str | None = None) -> None:
         self.metadata = metadata
         self.role = role or FileRole()
         self.user_device = user_device
@@ -491,8 +495,7 @@ class DeviceLookup:
             return ("this file uses torch.distributed, where each rank has its own device; use the "
                     "rank's device (e.g. `torch.device('cuda', local_rank)`) here")
         if self.user_device and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
-            return ("the file takes its device from the user's settings (e.g. `args.device`); use that "
-                    "device here")
+            return f"{self.user_device}; use the device the user chose here"
         if self.chosen_conditionally and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return (f"the file assigns `{self.shared_name}` only inside a conditional block, so code "
                     "outside it deliberately stays on the CPU; place this tensor by hand")
@@ -536,7 +539,12 @@ class DeviceLookup:
             return ("this file is library code (other project files import it, or it is a module of a package "
                     "that runs nothing when imported), and the device belongs to the code that runs the program; "
                     "take a device parameter, or use the device of a tensor it works on")
-        return "devmod cannot tell which device this class uses; pass a device in explicitly"
+        if kind is ScopeKind.OTHER_METHOD:
+            klass = next((a for a in ancestors(self.metadata, node) if isinstance(a, cst.ClassDef)), None)
+            owner = f"a method of `{klass.name.value}`" if klass is not None else "a method of a class"
+            return (f"this runs in {owner}, which is neither a model nor driver code, and devmod places nothing "
+                    "there; use the device of a tensor it works on (e.g. `x.device`) or a device the object holds")
+        return "devmod has no device for this place; pass a device in explicitly"
 
     def _model_method(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The method of the class around ``node`` (the outer def, for a closure inside it)."""

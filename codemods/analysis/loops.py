@@ -334,7 +334,8 @@ def plain_names(target: cst.BaseExpression) -> list[str] | None:
 # -- already moved, or must stay on the CPU ---------------------------------------------------------
 def moved_in(body: cst.CSTNode, names: set[str], device_names: set[str]) -> bool:
     """Is any of ``names`` already moved in the body? ``x.to(...)``, ``x.cuda()``, ``batch[0].to``,
-    ``{k: v.to(d) for k, v in batch.items()}``, ``[t.to(d) for t in batch]`` or a helper that
+    ``{k: v.to(d) for k, v in batch.items()}``, ``[t.to(d) for t in batch]``, a loop over the batch
+    that moves its members (``for k, t in batch.items(): batch[k] = t.cuda()``) or a helper that
     takes the batch and a device (``to_device(batch, device)``, ``move_to_cuda(batch)``)."""
     def mentions(node: cst.CSTNode) -> bool:
         return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
@@ -348,6 +349,8 @@ def moved_in(body: cst.CSTNode, names: set[str], device_names: set[str]) -> bool
             return True
         if isinstance(node, _COMPREHENSIONS) and mentions(node.for_in.iter) and has_move(node):
             return True
+        if isinstance(node, cst.For) and mentions(node.iter) and has_move(node.body):
+            return True  # ``for key, t in batch.items(): batch[key] = t.cuda()`` (monodepth2)
         if isinstance(node, cst.Call) and any(_hands_over(a.value, names) for a in node.args):
             callee = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
             if "device" in callee or "cuda" in callee or any(_is_device(a.value, device_names) for a in node.args):

@@ -366,6 +366,9 @@ def _data_top(metadata: Mapping, node: cst.CSTNode, depth: int) -> cst.CSTNode:
                 return current
         elif isinstance(parent, (cst.ListComp, cst.GeneratorExp)) and parent.elt is current:
             current = parent  # ``[(torch.randn(3), i % 2) for i in range(n)]``
+        elif isinstance(parent, cst.DictElement) and parent.value is current \
+                and isinstance(parents.get(parent), cst.Dict):
+            current = parents.get(parent)  # ``{"x": torch.randn(3)}``: a sample's field goes with the sample
         else:
             return current
 
@@ -723,7 +726,8 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
 def _plotted_by_own_function(metadata: Mapping, call: cst.Call, arg: cst.Arg) -> bool:
     """``plot_losses(epochs, losses)`` where the file's own ``def plot_losses(epochs_seen, ...)``
     hands that parameter straight to a NumPy-based library (``ax.plot(epochs_seen, ...)``, which
-    calls ``np.asarray``): a CUDA tensor fails there, after the whole training run."""
+    calls ``np.asarray``): a CUDA tensor fails there, after the whole training run. So it is for
+    ``evaluate(samples)`` whose ``def evaluate(data)`` builds ``DataLoader(data, ...)``."""
     if not isinstance(call.func, cst.Name) or arg.star:
         return False
     bindings = scope_bindings(metadata[ScopeProvider].get(call.func), call.func.value)
@@ -744,7 +748,7 @@ def _plotted_by_own_function(metadata: Mapping, call: cst.Call, arg: cst.Arg) ->
 
 
 def _shown_on_host(metadata: Mapping, node: cst.CSTNode) -> bool:
-    """Does ``node`` reach a matplotlib plot or a NumPy-based library, directly or through
+    """Does ``node`` reach a matplotlib plot, a NumPy-based library or a Dataset/DataLoader, directly or through
     arithmetic, indexing, tensor methods and torch functions (``plt.imshow(torch.clip(image *
     std, 0, 255).int())``)?"""
     parents = metadata[ParentNodeProvider]
@@ -767,6 +771,8 @@ def _shown_on_host(metadata: Mapping, node: cst.CSTNode) -> bool:
                 return True  # ``ax.plot(x, ...)``: an Axes made by matplotlib
             if _calls_cpu_library(metadata, call):
                 return True
+            if any(n.endswith(_CPU_CONSUMERS_SUFFIXES) for n in _callee_names(metadata, call)):
+                return True  # ``DataLoader(data, num_workers=2)``: its workers must not touch CUDA
             if not torch_data_function(metadata, call):
                 return False
             current = call  # ``torch.clip(x, 0, 1)``: its result lives where ``x`` does

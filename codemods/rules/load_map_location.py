@@ -297,8 +297,8 @@ class LoadMapLocation(Rule):
             if isinstance(holder, cst.Attribute) and holder.value is expr:
                 call = parents.get(holder)
                 method = holder.attr.value
-                if method in ("to", "cuda", "cpu", "keys"):
-                    continue
+                if method in ("to", "cuda", "cpu", "keys", "size", "shape", "dtype", "dim", "ndim", "numel"):
+                    continue  # moved, or only its keys or shape read
                 if method in ("items", "values", "get") and isinstance(call, cst.Call) and call.func is holder:
                     first = call.args[0].value if method == "get" and call.args else None
                     key = first.evaluated_value if isinstance(first, cst.SimpleString) else None
@@ -311,6 +311,8 @@ class LoadMapLocation(Rule):
                 if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                         and call.func.attr.value in ("load_state_dict", "copy_"):
                     continue
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _READS_NO_DATA:
+                    continue  # ``isinstance(ckpt, dict)``, ``len(ckpt)``
                 if isinstance(call, cst.Call):
                     work.append(call)
                     continue
@@ -323,9 +325,24 @@ class LoadMapLocation(Rule):
                     return True
                 work.append(comprehension)
                 continue
+            if isinstance(holder, cst.IfExp) and expr in (holder.body, holder.orelse):
+                work.append(holder)  # ``ckpt["params"] if "params" in ckpt else ckpt``
+                continue
+            if isinstance(holder, cst.For) and holder.iter is expr:
+                # ``for k, v in sd.items():``: where each member goes (``new[k[7:]] = v``, ``p.copy_(v)``)
+                members = holder.target
+                if method_call(expr, "items") and isinstance(members, cst.Tuple) and len(members.elements) == 2:
+                    members = members.elements[1].value  # (the keys are strings)
+                work.extend(use for target in nodes_of(members, cst.Name)
+                            for use in uses_of_binding(self.metadata, target))
+                continue
             name = assigned_name(self.metadata, expr)
             if name is not None and parents.get(parents.get(name)) is holder:
                 work.extend(uses_of_binding(self.metadata, name))
+                continue
+            filled = _filled_container(holder, expr)
+            if filled is not None:  # ``new[k] = v``: the container goes on, the store itself is no use
+                work.extend(use for use in _loads_of(self.metadata, filled) if not _stored_into(parents, use))
                 continue
             return True
         return False
@@ -419,6 +436,34 @@ class LoadMapLocation(Rule):
             "    def __getitem__(self, i):\n        return torch.load(f\"{i}.pt\", map_location=\"cpu\")\n",
         ),
     ]
+
+
+# Builtins that read no tensor data of their argument.
+_READS_NO_DATA = frozenset({"isinstance", "len", "print", "type", "hasattr", "str", "repr"})
+
+
+def _filled_container(holder: cst.CSTNode | None, value: cst.CSTNode) -> cst.Name | None:
+    """``new`` of ``new[k] = value``."""
+    if isinstance(holder, cst.Assign) and holder.value is value and len(holder.targets) == 1:
+        target = holder.targets[0].target
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            return target.value
+    return None
+
+
+def _loads_of(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
+    """Every read of ``name`` in its scope."""
+    scope = metadata[ScopeProvider].get(name)
+    if scope is None:
+        return []
+    return [a.node for a in scope.accesses[name.value] if isinstance(a.node, cst.Name)]
+
+
+def _stored_into(parents: Mapping, use: cst.Name) -> bool:
+    """``use`` is the container of a store (``use[k] = ...``)."""
+    subscript = parents.get(use)
+    return isinstance(subscript, cst.Subscript) and subscript.value is use \
+        and isinstance(parents.get(subscript), cst.AssignTarget)
 
 
 def _part_read(parents: Mapping, piece: cst.CSTNode) -> tuple[cst.CSTNode, object]:

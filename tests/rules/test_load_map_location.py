@@ -89,10 +89,30 @@ def test_dm302_tensors_used_as_loaded_keep_where_they_were_saved():
             tensor.data.copy_(ckpt["params"][name])
         optimizer.load_state_dict(ckpt["optimizer"])
         return ckpt["epoch"], ckpt.get("best_acc", 0)
+
+    def restore(model, path):
+        checkpoint = torch.load(path)
+        if isinstance(checkpoint, dict) and "state_dict" in checkpoint:
+            renamed = {}
+            for key, value in checkpoint["state_dict"].items():
+                if key.startswith("module."):
+                    key = key[7:]
+                renamed[key] = value
+            model.load_state_dict(renamed)
+
+    def widen(model, path):
+        weights = torch.load(path)
+        for key, weight in weights.items():
+            current = model.state_dict()[key]
+            if weight.size() != current.size():
+                weight = torch.cat((weight, current[len(weight):]))
+            current.copy_(weight)
     """
     out = fix(code)
     assert "saved = torch.load(path)\n" in out
     assert 'ckpt = torch.load(path, map_location="cpu")\n' in out
+    assert 'checkpoint = torch.load(path, map_location="cpu")\n' in out
+    assert "weights = torch.load(path)\n" in out  # concatenated with the model's own weights
 
 
 def test_dm302_from_import_and_alias():

@@ -717,7 +717,7 @@ def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TOR
     replica's ``parameters()`` (empty there) cannot tell."""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params)
-              if not _defaults_to_none(p)} - {"self", "cls"} - _tested_for_other_types(function) \
+              if not _no_tensor_by_default(p)} - {"self", "cls"} - _tested_for_other_types(function) \
         - _converted_to_tensors(function) - _arrays_or_images(function)
     for node in walk(function.body):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in params:
@@ -735,7 +735,7 @@ def _fed_to_own_parts(method: cst.FunctionDef) -> str | None:
     computes on (a flow's ``backward(self, z)``, which is no ``forward``)."""
     receiver = _instance_parameter(method)
     params = {p.name.value for p in (*method.params.posonly_params, *method.params.params)
-              if not _defaults_to_none(p)} - {receiver} - _tested_for_other_types(method) \
+              if not _no_tensor_by_default(p)} - {receiver} - _tested_for_other_types(method) \
         - _converted_to_tensors(method)
     if receiver is None or not params:
         return None
@@ -818,9 +818,14 @@ def _makes_host_data(value: cst.BaseExpression) -> bool:
                and (name[6:] in _TENSOR_FROM_DATA or name.endswith("Tensor")) for name in names)
 
 
-def _defaults_to_none(param: cst.Param) -> bool:
-    """``z_=None`` (BigGAN's ``sample_sheet``): on the default path there is no tensor to ask."""
-    return isinstance(param.default, cst.Name) and param.default.value == "None"
+def _no_tensor_by_default(param: cst.Param) -> bool:
+    """``z_=None`` (BigGAN's ``sample_sheet``), ``nbounces=1`` (torchdiffeq's bouncing ball), a string
+    or a flag: on the default path there is no tensor to ask."""
+    default = param.default
+    if isinstance(default, cst.UnaryOperation):
+        default = default.expression  # ``-1``
+    return isinstance(default, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) \
+        or (isinstance(default, cst.Name) and default.value in ("None", "True", "False"))
 
 
 # Calls whose first argument is data to make a tensor from (a list, an array): no tensor yet.

@@ -37,6 +37,7 @@ from .roles import HOST_MAKERS, MODULE_API, builds_model, factory_name, is_loss_
 from .scopes import ClassFacts, only_assigned_value, only_binding, scope_bindings
 from .tensors import IN_PLACE_FILLS, flows_only_to_cpu, is_number, torch_data_function, uses_of_binding
 from .modules import builds_parts_when_run
+from .runs import runs_a_parameter
 from .tree import ancestors, code_of, in_source_order, line_of, nodes_of, walk
 
 # Attributes of a dataset object that hold its whole storage as tensors.
@@ -389,11 +390,13 @@ def _items_handed_with_a_model(metadata: Mapping, module: cst.Module, loop: cst.
                  and not any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
                              and n.func.attr.value in ("to", "cuda") for n in walk(s.body))}
     for node in walk(loop.body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in functions:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in functions \
+                and runs_a_parameter(functions[node.func.value]):
             names = [a.value.value for a in node.args if isinstance(a.value, cst.Name)]
             if any(n in items for n in names) and any(n not in items for n in names):
                 return node.func.value
     return None
+
 
 
 def models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Mapping[cst.Assign, Group]) -> list[Group]:
@@ -761,7 +764,7 @@ class _GroupFinder:
             return False
         name = dotted(call.func) or ""
         last = name.rsplit(".", 1)[-1]
-        if not last[:1].isupper() or last in self.facts.classes or any(
+        if not last[:1].isupper() or last in self.facts.classes or name in self.facts.model_classes or any(
                 n.startswith(("torch.", "builtins.")) for n in qualified_names(self.metadata, call.func)):
             return False
         holder = self.parents.get(call)

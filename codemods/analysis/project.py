@@ -676,6 +676,9 @@ class ProjectIndex:
         visible = self._visible(summary)
         models = {name for name, (file, original) in visible.items()
                   if (file, original) in self.model_classes or (file, original) in self.model_factories}
+        for local, module in summary.module_aliases.items():  # ``net.Net(vgg, decoder)`` of ``import net``
+            models |= {f"{local}.{name}" for owner, name in self._exported(module)
+                       if (owner.path, name) in self.model_classes}
         helpers = {name for name, (file, original) in visible.items()
                    if file in self.files and original in self.files[file].tensor_helpers}
         host_methods = {method for name, (file, original) in visible.items()

@@ -52,9 +52,10 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ..analysis.candidates import FileFacts, chain, may_build_model
 from ..analysis.groups import gets_parts_later, moved_by_a_helper, moved_by_chain
 from ..analysis.guards import sets_default_device
-from ..analysis.names import keyword, method_call, positional, qualified_names
-from ..analysis.roles import (MODULE_API, builds_model, holds_no_tensors, loss_weight_argument, model_variables,
-                              places_itself, wrapper_kind)
+from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
+from ..analysis.roles import (DATA_PARALLEL, DISTRIBUTED_DATA_PARALLEL, MODULE_API, builds_model, holds_no_tensors,
+                              loss_weight_argument, model_variables, places_itself, wrapper_kind)
+from ..analysis.runs import handed_to_run_nothing, may_run
 from ..analysis.scopes import ScopeKind, scope_bindings
 from ..analysis.tensors import checked_for_none, passes_itself, uses_of_binding
 from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
@@ -67,6 +68,10 @@ _READ_ONLY = ("state_dict", "load_state_dict", "parameters", "named_parameters",
               "modules", "named_modules", "children", "named_children")
 _PREPARES = ("prepare", "prepare_model")  # Accelerate / Fabric place the model themselves
 
+
+_WRAPPERS = DATA_PARALLEL | DISTRIBUTED_DATA_PARALLEL
+# A model's methods that list its layers: handed to a new model, they become its parts.
+_PART_LISTS = frozenset({"children", "modules"})
 
 class ModelToDevice(Rule):
     CODE = "DM202"
@@ -378,6 +383,13 @@ class ModelToDevice(Rule):
                     and isinstance(parent.targets[0].target, (cst.Attribute, cst.Subscript)):
                 donated = True  # ``donor.classifier[-1] = fc``: a part of another model
                 continue
+            if self._built_into_a_model(use):
+                donated = True  # ``Pair(enc, head)``, ``nn.Sequential(*list(trunk.children())[:2])``
+                continue
+            if handed_to_run_nothing(self.metadata, use) or not may_run(self.metadata, use) \
+                    and isinstance(parent, cst.Arg):
+                donated = True  # ``fill_from(item, layer)`` copying weights, ``seq.add_module(n, layer)``
+                continue
             node = use
             while isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node:
                 node, parent = parent, parents.get(parent)
@@ -393,6 +405,30 @@ class ModelToDevice(Rule):
                     return False  # ``donor.features(x)``, ``donor.eval()``: its parts may run
                 donated = True
         return donated
+
+    def _built_into_a_model(self, use: cst.Name) -> bool:
+        """``use`` (a model) or its layers (``use.children()``) are handed to the constructor of
+        another model: they become its parts, and move when it moves."""
+        parents = self.metadata[ParentNodeProvider]
+        node: cst.CSTNode = use
+        parent = parents.get(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _PART_LISTS:
+            node = parents.get(parent)  # ``trunk.children()``
+            if not (isinstance(node, cst.Call) and node.func is parent):
+                return False
+            while isinstance(parents.get(node), (cst.Subscript, cst.Arg, cst.Call, cst.Index, cst.SubscriptElement)) \
+                    and not self._model_call(parents.get(parents.get(node))):
+                node = parents.get(node)  # through ``list(...)[:2]``
+            parent = parents.get(node)
+        call = parents.get(parent) if isinstance(parent, cst.Arg) else None
+        return self._model_call(call)
+
+    def _model_call(self, call: cst.CSTNode | None) -> bool:
+        """``Pair(...)``, ``nn.Sequential(...)``, and ``parts.Pair(...)`` of a project module; not a
+        ``DataParallel`` wrapper, which needs its model placed first (DM404)."""
+        if not isinstance(call, cst.Call) or qualified_names(self.metadata, call.func) & _WRAPPERS:
+            return False
+        return builds_model(self.metadata, call, self.facts) or dotted(call.func) in self.facts.model_classes
 
     def _changed_later(self, assign, name: str) -> bool:
         target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None

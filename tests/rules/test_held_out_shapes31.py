@@ -3,7 +3,12 @@ Each test fails on the code the run measured (8bebe9e)."""
 
 from __future__ import annotations
 
+from textwrap import dedent
+
 from all_rules_support import run
+
+from codemods.config import Config
+from codemods.driver import process_files
 
 
 def test_a_report_names_the_option_that_leaves_the_device_to_the_user():
@@ -93,3 +98,115 @@ def test_samples_handed_to_a_function_that_builds_a_loader_stay_on_the_cpu():
     assert "samples = [torch.randn(3) for _ in range(8)]" in out
     assert 'evaluate([{"x": torch.randn(3)} for _ in range(8)])' in out
     assert "net = nn.Linear(3, 1).to(device)" in out
+
+
+def test_a_parameter_with_a_number_default_gives_no_device():
+    # torchdiffeq's bouncing ball: ``simulate(self, nbounces=1)`` hands ``nbounces`` to its own method;
+    # devmod wrote ``device=nbounces.device`` on an int (AttributeError on every machine).
+    out, _ = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Falling(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.start = nn.Parameter(torch.tensor([0.0]))
+
+            def forward(self, t):
+                return self.start * t
+
+            def hits(self, count=1):
+                return [self.start + k for k in range(count)]
+
+            def trace(self, count=1):
+                pieces = []
+                for stop in self.hits(count):
+                    grid = torch.linspace(0.0, float(stop), 5)
+                    pieces.append(self(grid))
+                return torch.cat(pieces)
+
+
+        if __name__ == "__main__":
+            print(Falling().trace(count=3).shape)
+    """)
+    assert "count.device" not in out
+
+
+def test_layers_handed_to_a_project_model_are_its_parts(tmp_path):
+    # AdaIN's train.py: ``vgg = nn.Sequential(*list(vgg.children())[:31])`` handed to ``net.Net(vgg, decoder)``,
+    # which the author moves; devmod reported the encoder as handed to "a library object".
+    (tmp_path / "parts.py").write_text(dedent("""\
+        import torch.nn as nn
+
+        trunk = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 4))
+
+
+        class Pair(nn.Module):
+            def __init__(self, enc, dec):
+                super().__init__()
+                self.enc, self.dec = enc, dec
+
+            def forward(self, a):
+                return self.dec(self.enc(a))
+    """))
+    run_py = tmp_path / "run.py"
+    run_py.write_text(dedent("""\
+        import torch
+        import torch.nn as nn
+
+        import parts
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        enc = nn.Sequential(*list(parts.trunk.children())[:2])
+        pair = parts.Pair(enc, nn.Linear(4, 2))
+        pair.to(device)
+        print(pair(torch.rand(2, 3).to(device)))
+    """))
+    [report] = process_files([str(run_py)], Config(), "diff", jobs=1)
+    assert not report.diff
+    assert not report.findings
+
+
+def test_a_converter_that_fills_layers_and_saves_their_weights_moves_nothing():
+    # AdaIN's torch_to_pytorch.py: layers built, filled with ``copy_`` by a helper, added with ``add_module``,
+    # and the state dict saved; 17 false DM202 reports ("the loop ... hands its items with the model").
+    code = '''\
+        import pickle
+        import torch
+        import torch.nn as nn
+
+
+        def fill_from(src, dst):
+            dst.weight.data.copy_(src.weight)
+            if hasattr(dst, "running_mean"):
+                dst.running_mean.copy_(src.running_mean)
+
+
+        def append_to(seq, *layers):
+            for layer in layers:
+                seq.add_module(str(len(seq._modules)), layer)
+
+
+        def fill_model(saved, seq):
+            for item in saved.modules:
+                if type(item).__name__ == "Linear":
+                    layer = nn.Linear(item.weight.size(1), item.weight.size(0))
+                    fill_from(item, layer)
+                    append_to(seq, layer)
+
+
+        def convert(src, dst):
+            with open(src, "rb") as f:
+                saved = pickle.load(f)
+            out = nn.Sequential()
+            fill_model(saved, out)
+            torch.save(out.state_dict(), dst)
+
+
+        if __name__ == "__main__":
+            convert("model.t7.pkl", "model.pth")
+    '''
+    out, open_findings = run(code)
+    assert out == dedent(code)
+    assert not open_findings

@@ -21,6 +21,9 @@ between them, which only the author can judge.
   the model is the base of that argument, and the move (``model.to(...)``,
   ``model.cuda()``, ``model = model.to(...)``) comes after the load in the same block
   (also inside a later ``if``), not in another branch.
+- Also where the model is moved later by a function of the project it is handed to
+  (``train(model, optimizer)`` whose ``train`` does ``model = model.cuda()``), as the project index
+  records the parameters each function moves.
 - Left alone: models moved anywhere before the load (also ``Net().to(device)`` where
   built), ``.to("cpu")`` and dtype-only ``.to(...)``, and optimizers devmod cannot trace
   to ``model.parameters()``.
@@ -31,7 +34,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.candidates import FileFacts, method_name
-from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
+from ..analysis.names import argument_for, dotted, keyword, method_call, positional, qualified_names
 from ..analysis.tensors import is_dtype
 from ..analysis.tree import ancestors, children_of, walk
 from .base import Invalid, Rule, Valid
@@ -70,12 +73,32 @@ class OptimizerStateOrder(Rule):
         if any(self.position(m)[0] <= load_line for m in moves):
             return  # already on its device when the state is loaded
         later = [m for m in moves if runs_after(self.metadata, m, node, scope)]
-        if not later:
+        if later:
+            line = self.position(later[0])[0]
+            self.report(node, f"`{optimizer}.load_state_dict(...)` runs before `{model}` is moved (line {line}): "
+                              f"the optimizer state stays on the CPU; move `{model}` to the device before "
+                              "loading the optimizer state")
             return
-        line = self.position(later[0])[0]
-        self.report(node, f"`{optimizer}.load_state_dict(...)` runs before `{model}` is moved (line {line}): "
-                          f"the optimizer state stays on the CPU; move `{model}` to the device before "
-                          "loading the optimizer state")
+        mover = next((c for c in self._handed_to_a_mover(scope, model) if runs_after(self.metadata, c, node, scope)),
+                     None)
+        if mover is not None:
+            self.report(node, f"`{optimizer}.load_state_dict(...)` runs before `{dotted(mover.func)}` (line "
+                              f"{self.position(mover)[0]}) moves `{model}`: the optimizer state stays on the CPU; "
+                              f"move `{model}` to the device before loading the optimizer state")
+
+    def _handed_to_a_mover(self, scope: cst.CSTNode, model: str) -> list[cst.Call]:
+        """``fit(net, opt)`` where ``fit`` (of the project, the file's own included) moves the
+        parameter ``net`` fills (``net = net.cuda()``): tacotron's ``train``, the 29th run."""
+        found = []
+        for call in own_nodes(scope):
+            if not isinstance(call, cst.Call):
+                continue
+            callee = dotted(call.func) or ""
+            for name, index, param in self.state.role.param_movers:
+                arg = argument_for(call, index if index >= 0 else len(call.args), param) if name == callee else None
+                if arg is not None and dotted(arg) == model:
+                    found.append(call)
+        return found
 
     def _model_of(self, scope: cst.CSTNode, optimizer: str, before_line: int) -> str | None:
         """``model`` for the last ``optimizer = torch.optim.X(model.parameters(), ...)`` above the load."""

@@ -210,3 +210,36 @@ def test_a_converter_that_fills_layers_and_saves_their_weights_moves_nothing():
     out, open_findings = run(code)
     assert out == dedent(code)
     assert not open_findings
+
+
+def test_optimizer_state_loaded_before_a_function_moves_the_model_is_reported():
+    # tacotron (the 29th run's open item): the checkpoint's optimizer state is loaded in the main block,
+    # then ``fit(net, opt)`` moves ``net`` (``net = net.cuda()``): the state stays on the CPU. ``verify``
+    # named DM403 for it; ``apply`` said nothing.
+    _, open_findings = run("""\
+        import torch
+        from torch import nn, optim
+
+        use_gpu = torch.cuda.is_available()
+
+
+        def fit(net, opt):
+            if use_gpu:
+                net = net.cuda()
+            x = torch.rand(2, 3)
+            if use_gpu:
+                x = x.cuda()
+            net(x).sum().backward()
+            opt.step()
+
+
+        if __name__ == "__main__":
+            net = nn.Linear(3, 1)
+            opt = optim.Adam(net.parameters())
+            ck = torch.load("ck.pt")
+            net.load_state_dict(ck["m"])
+            opt.load_state_dict(ck["o"])
+            fit(net, opt)
+    """)
+    [finding] = [f for f in open_findings if f.code == "DM403"]
+    assert finding.line == 22 and "`fit` (line 23) moves `net`" in finding.message

@@ -13,7 +13,8 @@ from typing import Mapping
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
-from .scopes import only_binding
+from .names import dotted
+from .scopes import only_assigned_value, only_binding
 from .tree import walk
 
 # A module's methods that build or fill it, or read its weights: calling them runs no data through it.
@@ -63,7 +64,7 @@ def may_run(metadata: Mapping, use: cst.Name, depth: int = 0) -> bool:
         func = call.func
         if isinstance(func, cst.Name) and func.value in _READS_NOTHING:
             return False
-        if isinstance(func, cst.Attribute) and func.attr.value in SETUP_METHODS:
+        if isinstance(func, cst.Attribute) and _adds_a_part(metadata, func):
             return False  # ``seq.add_module(name, layer)``: a part of another module
         function = _own_function(metadata, func)
         param = _parameter_for(function, call, holder) if function is not None else None
@@ -71,6 +72,18 @@ def may_run(metadata: Mapping, use: cst.Name, depth: int = 0) -> bool:
             return True
         return _parameter_runs(metadata, function, param, depth + 1)  # type: ignore[arg-type]
     return True
+
+
+def _adds_a_part(metadata: Mapping, method: cst.Attribute) -> bool:
+    """``seq.add_module(name, m)``, or ``layers.append(m)`` on an ``nn.ModuleList`` (a Python
+    list's ``append`` keeps a model that may then run on its own)."""
+    if method.attr.value in ("add_module", "register_module"):
+        return True
+    if method.attr.value not in ("append", "extend", "insert") or not isinstance(method.value, cst.Name):
+        return False
+    built = only_assigned_value(metadata, method.value)
+    name = (dotted(built.func) or "") if isinstance(built, cst.Call) else ""
+    return name.rsplit(".", 1)[-1] in ("ModuleList", "Sequential", "ModuleDict")
 
 
 def handed_to_run_nothing(metadata: Mapping, use: cst.Name) -> bool:

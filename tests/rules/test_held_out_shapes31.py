@@ -243,3 +243,27 @@ def test_optimizer_state_loaded_before_a_function_moves_the_model_is_reported():
     """)
     [finding] = [f for f in open_findings if f.code == "DM403"]
     assert finding.line == 22 and "`fit` (line 23) moves `net`" in finding.message
+
+
+def test_a_model_kept_in_a_python_list_still_moves_but_one_in_a_module_list_is_a_part():
+    # The converter fix must not read ``nets.append(net)`` (a plain list, run later on its own) as
+    # making ``net`` part of another model; ``parts.append(net)`` on an ``nn.ModuleList`` does.
+    out, _ = run("""\
+        import torch
+        import torch.nn as nn
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        x = torch.randn(2, 3).to(device)
+        nets = []
+        net = nn.Linear(3, 1)
+        nets.append(net)
+        for m in nets:
+            print(m(x))
+        parts = nn.ModuleList([])
+        head = nn.Linear(3, 1)
+        parts.append(head)
+        parts.to(device)
+        print(parts[0](x))
+    """)
+    assert "net = nn.Linear(3, 1).to(device)" in out
+    assert "head = nn.Linear(3, 1)\n" in out

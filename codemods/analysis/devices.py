@@ -243,22 +243,26 @@ def _imports_placer(node: cst.Import | cst.ImportFrom) -> bool:
 
 
 def runs_per_rank(module: cst.Module) -> bool:
-    """Does the file import torch.distributed or DistributedDataParallel (one process per GPU)?"""
+    """Does the file import torch.distributed, DistributedDataParallel or Horovod (one process per GPU)?"""
     for stmt in module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue  # imports inside blocks are rare; top-level ones decide
         for small in stmt.body:
             if isinstance(small, cst.Import):
-                if any((dotted(a.name) or "").startswith("torch.distributed") for a in small.names):
+                if any((dotted(a.name) or "").startswith(_PER_RANK_MODULES) for a in small.names):
                     return True
             elif isinstance(small, cst.ImportFrom) and small.module is not None:
                 source = dotted(small.module) or ""
                 names = small.names if isinstance(small.names, (list, tuple)) else ()
-                if source.startswith("torch.distributed") or any(  # (``from torch import distributed``)
+                if source.startswith(_PER_RANK_MODULES) or any(  # (``from torch import distributed``)
                         dotted(a.name) == "DistributedDataParallel"
                         or (source == "torch" and dotted(a.name) == "distributed") for a in names):
                     return True
     return False
+
+
+# Imports that make a program one process per GPU (``horovod.torch``: once-for-all's training).
+_PER_RANK_MODULES = ("torch.distributed", "horovod")
 
 
 def _module_level(body):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Mapping
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider
 
 from .names import qualified_names
 from .tree import ancestors, code_of, nodes_of, walk
@@ -18,8 +19,8 @@ from .tree import ancestors, code_of, nodes_of, walk
 def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
     """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``, ``not args.use_cpu``,
     ``torch.cuda.is_available()``, ``x.is_cuda``) or the ``else`` of ``if args.use_cpu:``, below an
-    early exit on one (``if not torch.cuda.is_available(): return``), or in a test skipped without
-    one (``@skipIf``)."""
+    early exit on one (``if not torch.cuda.is_available(): return``) or an ``assert`` of one, or in a
+    test skipped without one (``@skipIf``)."""
     child: cst.CSTNode = node
     for parent in ancestors(metadata, node):
         if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and _names_a_gpu(parent.test) \
@@ -32,7 +33,7 @@ def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
         if isinstance(parent, (cst.IndentedBlock, cst.Module)):
             above = parent.body[: next((i for i, s in enumerate(parent.body) if s is child), 0)]
             if any(isinstance(s, cst.If) and s.orelse is None and _names_a_gpu(s.test) and _exits(s.body)
-                   for s in above):
+                   or _asserts_a_gpu(s) for s in above):
                 return True
         child = parent
     return False
@@ -42,7 +43,14 @@ def gpu_only_by_design(metadata: Mapping, node: cst.CSTNode) -> bool:
     """Code that needs a GPU by what it does, not by a switch: in a class (or, outside one, a
     function) that runs work on CUDA streams (``torch.cuda.Stream()``, timm's prefetching loader),
     or in a loop over ``torch.cuda.device_count()`` / under ``with torch.cuda.device(i):`` (a buffer
-    per GPU, mixup-cifar10's efficient DenseNet). It runs only where the program has GPUs."""
+    per GPU, mixup-cifar10's efficient DenseNet), or handed straight to a wrapper that needs a GPU
+    (``MMDistributedDataParallel(model.cuda(), ...)``, apex's ``amp.initialize(model.cuda(), ...)``).
+    It runs only where the program has GPUs."""
+    holder = metadata[ParentNodeProvider].get(node)
+    wrapper = metadata[ParentNodeProvider].get(holder) if isinstance(holder, cst.Arg) else None
+    if isinstance(wrapper, cst.Call) and (code_of(wrapper.func).endswith("DistributedDataParallel")
+                                          or code_of(wrapper.func).endswith("amp.initialize")):
+        return True
     for parent in ancestors(metadata, node):
         if isinstance(parent, cst.For) and any(
                 isinstance(n, cst.Call) and "torch.cuda.device_count" in qualified_names(metadata, n.func)
@@ -97,6 +105,14 @@ def _names_a_gpu(expr: cst.CSTNode) -> bool:
         if "gpu" in name.lower() or "cuda" in name.lower():
             return True
     return False
+
+
+def _asserts_a_gpu(statement: cst.CSTNode) -> bool:
+    """``assert torch.cuda.is_available()``: nothing below runs without a GPU (DeepLabv3's main)."""
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Assert) and _names_a_gpu(small.test)
+        and not any(isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not) for n in walk(small.test))
+        for small in statement.body)
 
 
 def _names_a_cpu(expr: cst.CSTNode) -> bool:

@@ -19,7 +19,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from .names import argument_for, dotted, keyword, method_call, qualified_names
 from .roles import factory_name, is_loader_constructor, wrapper_kind
-from .tree import ancestors, nodes_of, walk
+from .tree import ancestors, in_source_order, line_of, nodes_of, walk
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 _TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm"})
@@ -480,7 +480,36 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
             return None  # ``images = batch["image"]`` then ``images.to(device=device, ...)``, each part
     if isinstance(plan, str) and _fed_only_to_data_parallel(metadata, loop, is_model):
         return None  # ``nn.DataParallel`` scatters its CPU inputs to its GPUs itself
+    if isinstance(plan, BatchPlan) and plan.dict_batch and _spread_into_a_scattering_wrapper(metadata, loop,
+                                                                                            plan.names[0]):
+        return None  # ``model(**data)`` of ``MMDataParallel(model)``: its values may be lists and containers
     return plan
+
+
+def _spread_into_a_scattering_wrapper(metadata: Mapping, loop: cst.For, name: str) -> bool:
+    """Is the dict batch only spread into a call of a ``*DataParallel`` wrapper (``model(**data)``
+    after ``model = MMDataParallel(model, device_ids=[0])``)? The wrapper scatters the batch to its
+    GPUs itself, including values ``.to()`` cannot move (mmcv's lists of ``DataContainer``s)."""
+    uses = list(_uses(metadata, loop.body, name))
+    if not uses:
+        return False
+    parents = metadata[ParentNodeProvider]
+    for use, _ in uses:
+        arg = parents.get(use)
+        call = parents.get(arg) if isinstance(arg, cst.Arg) else None
+        if not (isinstance(arg, cst.Arg) and arg.star == "**" and isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Name)):
+            return False
+        scope = metadata[ScopeProvider].get(call.func)
+        above = [getattr(a, "node", None) for a in scope[call.func.value]] if scope is not None else []
+        above = [n for n in above if isinstance(n, cst.CSTNode) and line_of(metadata, n) < line_of(metadata, loop)]
+        value = _assigned_value(metadata, in_source_order(metadata, above)[-1]) if above else None
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in ("to", "cuda", "eval", "train") and isinstance(value.func.value, cst.Call):
+            value = value.func.value
+        if not (isinstance(value, cst.Call) and (dotted(value.func) or "").endswith("DataParallel")):
+            return False
+    return True
 
 
 def _unpacked_wherever(metadata: Mapping, body: cst.BaseSuite, name: str) -> list[str] | None:

@@ -684,6 +684,9 @@ class FactoryDevice(Rule):
             if isinstance(callee.func, cst.Attribute) and isinstance(callee.func.value, cst.Name) \
                     and (self._made_by_a_parameter(callee.func.value) or self._loaded_as_saved(callee.func.value)):
                 return True  # ``ac = actor_critic()`` (a class handed in), never moved: ``ac.act(obs)``
+            if any(isinstance(a.value, cst.Name) and self._acts_as_a_model(a.value) and self._unplaced_object(a.value)
+                   for a in callee.args):
+                return True  # ``FlopCountAnalysis(model, x)`` with ``model = timm.models.x()``, never moved
         return False
 
     def _acts_as_a_model(self, name: cst.Name) -> bool:

@@ -1,0 +1,161 @@
+"""Shapes found by the thirty-second held-out trial (docs/real-repos.md "Thirty-second run").
+Each test fails on the code the run measured (7c8bff4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+from all_rules_support import run
+
+from codemods.config import Config
+from codemods.driver import process_files
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> dict[str, object]:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(dedent(text))
+    reports = process_files([str(tmp_path / n) for n in files], Config(), "diff", jobs=1)
+    return {Path(r.path).relative_to(tmp_path).as_posix(): r for r in reports}
+
+
+def test_an_input_handed_with_an_unplaced_model_to_a_library_call_stays():
+    # poolformer's mac_count_with_fvcore.py: ``model = timm.models.poolformer_s12()`` (never moved) and its
+    # input meet only inside ``FlopCountAnalysis(model, input)``; the input got ``device=device``.
+    out, _ = run("""\
+        import torch
+        import timm
+        from fvcore.nn import FlopCountAnalysis
+
+        if __name__ == "__main__":
+            model = timm.models.poolformer_s12()
+            model.eval()
+            sample = torch.rand(1, 3, 224, 224)
+            print(FlopCountAnalysis(model, sample).total())
+    """)
+    assert "sample = torch.rand(1, 3, 224, 224)\n" in out
+
+
+def test_a_dict_batch_spread_into_a_scattering_wrapper_is_not_moved():
+    # poolformer's segmentation benchmark: ``model = MMDataParallel(model, device_ids=[0])`` then
+    # ``model(return_loss=False, **data)``; ``data`` holds lists of containers, and DM203's
+    # ``{k: v.to(device) ...}`` raised AttributeError on every machine.
+    out, _ = run("""\
+        import torch
+        from mmcv.parallel import MMDataParallel
+        from mmseg.datasets import build_dataloader
+        from mmseg.models import build_segmentor
+
+
+        def main(cfg):
+            data_loader = build_dataloader(cfg.data, samples_per_gpu=1)
+            model = build_segmentor(cfg.model)
+            model = MMDataParallel(model, device_ids=[0])
+            model.eval()
+            for i, data in enumerate(data_loader):
+                with torch.no_grad():
+                    model(return_loss=False, **data)
+
+
+        if __name__ == "__main__":
+            main(None)
+    """)
+    assert "v.to(device)" not in out
+
+
+def test_cuda_after_an_assert_that_a_gpu_is_there_is_not_reported():
+    # DeepLabv3's main.py starts with ``assert torch.cuda.is_available()``: GPU-only by design (5 false DM103).
+    _, open_findings = run("""\
+        import argparse
+        import torch
+        from torch import nn
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--train", action="store_true")
+        parser.add_argument("--gpu", type=int, default=0)
+        opts = parser.parse_args()
+
+
+        def run():
+            assert torch.cuda.is_available()
+            net = nn.Conv2d(3, 2, 1)
+            if opts.train:
+                net = nn.DataParallel(net).cuda()
+                frames = torch.rand(2, 3, 8, 8).cuda()
+                net(frames).sum().backward()
+            else:
+                torch.cuda.set_device(opts.gpu)
+                net = net.cuda()
+                print(net(torch.rand(1, 3, 8, 8).cuda()).shape)
+
+
+        if __name__ == "__main__":
+            run()
+    """)
+    assert not [f for f in open_findings if f.code == "DM103"]
+
+
+def test_horovod_programs_run_one_process_per_gpu(tmp_path: Path):
+    # once-for-all's distributed run manager: ``torch.cuda.set_device(hvd.local_rank())`` then bare
+    # ``.cuda()``, which is that rank's GPU (7 false DM103, silent for the same code under torch.distributed).
+    reports = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/runner.py": """\
+            import torch
+            import horovod.torch as hvd
+
+
+            class RankRunner:
+                def __init__(self, net):
+                    self.net = net
+                    self.net.cuda()
+                    self.opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1))
+
+                def step(self, loader):
+                    for feats, labels in loader:
+                        feats, labels = feats.cuda(), labels.cuda()
+                        loss = torch.nn.functional.cross_entropy(self.net(feats), labels)
+                        loss.backward()
+                        self.opt.step()
+        """,
+        "train.py": """\
+            import torch
+            import horovod.torch as hvd
+            from pkg.runner import RankRunner
+
+            if __name__ == "__main__":
+                hvd.init()
+                torch.cuda.set_device(hvd.local_rank())
+                RankRunner(torch.nn.Linear(6, 3)).step([])
+        """})
+    assert not reports["pkg/runner.py"].findings
+
+
+def test_cuda_handed_straight_to_a_distributed_wrapper_or_apex_is_not_reported(tmp_path: Path):
+    # poolformer's mmdet train.py: ``MMDistributedDataParallel(model.cuda(), device_ids=[...])`` and
+    # ``apex.amp.initialize(model.cuda(), optimizer)`` need a GPU by what they are (2 false DM103).
+    reports = _project(tmp_path, {
+        "lib/__init__.py": "",
+        "lib/fit.py": """\
+            import torch
+            import apex
+            from mmcv.parallel import MMDistributedDataParallel
+
+
+            def fit_model(model, optimizer, distributed=False, fp16=False):
+                if fp16:
+                    model, optimizer = apex.amp.initialize(model.cuda(), optimizer, opt_level="O1")
+                if distributed:
+                    model = MMDistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])
+                return model
+        """,
+        "train.py": """\
+            import torch
+            from lib.fit import fit_model
+
+            if __name__ == "__main__":
+                net = torch.nn.Linear(4, 2)
+                fit_model(net, torch.optim.SGD(net.parameters(), lr=0.1))
+        """})
+    assert not [f for f in reports["lib/fit.py"].findings if f.code == "DM103"]

@@ -176,6 +176,7 @@ def model_groups(metadata: Mapping, module: cst.Module, facts: ClassFacts, helpe
             # ``model.to("cpu")  # on purpose``, ``Extractor(torch.device("cpu"), 4)``: the author's CPU
             groups[statement].cpu_by_design, groups[statement].placed = True, False  # placed on the CPU
         unplaced = _unplaceable_inside(metadata, facts, built, placeable) \
+            or _tensors_kept_by_a_plain_object(metadata, facts, built) \
             or _unplaceable_imported(metadata, statement.targets[0].target, built, unplaceable_methods)
         if unplaced is not None:
             groups[statement].foreign.append(unplaced)
@@ -214,6 +215,70 @@ def _unplaceable_inside(metadata: Mapping, facts: ClassFacts, built: cst.Call,
                 continue
             return (f"its class `{built.func.value}` makes a tensor at line {line_of(metadata, call)} "
                     "that devmod has no device for (its method takes no tensor to follow)")
+    return None
+
+
+def _tensors_kept_by_a_plain_object(metadata: Mapping, facts: ClassFacts, built: cst.Call) -> str | None:
+    """Why a model of the file's own class cannot move: it keeps an object of a plain class of the
+    file (``self.pruner = Pruner(layers)``) whose construction makes tensors (``self.masks +=
+    [torch.ones_like(W)]``, also through further plain objects it keeps), and a method that runs
+    later uses that object. ``model.to()`` moves parameters and buffers, not such an object's
+    tensors (WaveRNN's pruning notebook)."""
+    klass = facts.classes.get(built.func.value) if isinstance(built.func, cst.Name) else None
+    if klass is None or built.func.value not in facts.model_classes:
+        return None
+    building = construction_methods(klass)
+    kept: dict[str, tuple[str, int]] = {}  # attribute -> (plain class, line of its tensor)
+    for target, value in _self_stores(klass):
+        for call in nodes_of(value, cst.Call):
+            name = call.func.value if isinstance(call.func, cst.Name) else None
+            if name in facts.classes and name not in facts.model_classes:
+                line = _tensor_made_at_construction(metadata, facts, facts.classes[name], 0)
+                if line is not None:
+                    kept[target] = (name, line)
+    for method in klass.body.body:
+        if not isinstance(method, cst.FunctionDef) or method.name.value in building:
+            continue
+        for node in nodes_of(method, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == "self" and node.attr.value in kept:
+                other, line = kept[node.attr.value]
+                return (f"its class `{built.func.value}` keeps a `{other}` (`self.{node.attr.value}`) whose "
+                        f"tensor made at line {line} `model.to()` does not move")
+    return None
+
+
+def _self_stores(klass: cst.ClassDef) -> list[tuple[str, cst.BaseExpression]]:
+    """``(attr, value)`` of each ``self.attr = value`` / ``self.attr += value`` in the class's construction."""
+    building = construction_methods(klass)
+    stores = []
+    for method in klass.body.body:
+        if not (isinstance(method, cst.FunctionDef) and method.name.value in building):
+            continue
+        for node in walk(method):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                target = node.targets[0].target
+            elif isinstance(node, cst.AugAssign):
+                target = node.target
+            else:
+                continue
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+                stores.append((target.attr.value, node.value))
+    return stores
+
+
+def _tensor_made_at_construction(metadata: Mapping, facts: ClassFacts, klass: cst.ClassDef, depth: int) -> int | None:
+    """The line of a tensor a plain class makes in its construction and keeps on ``self``, itself or
+    in a plain object of the file it keeps (``self.masks += [PruneMask(layer)]``)."""
+    for _, value in _self_stores(klass):
+        for call in nodes_of(value, cst.Call):
+            if factory_name(metadata, call) or any(n.startswith("torch.") and n.endswith("_like")
+                                                   for n in qualified_names(metadata, call.func)):
+                return line_of(metadata, call)
+            name = call.func.value if isinstance(call.func, cst.Name) else None
+            if depth < 2 and name in facts.classes and name not in facts.model_classes and facts.classes[name] is not klass:
+                line = _tensor_made_at_construction(metadata, facts, facts.classes[name], depth + 1)
+                if line is not None:
+                    return line
     return None
 
 

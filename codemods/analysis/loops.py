@@ -298,7 +298,8 @@ def unpacking(metadata: Mapping, statements: Sequence[cst.BaseStatement], name: 
 
 
 def _unpacked_names(statement: cst.BaseStatement, name: str) -> list[str] | None:
-    """``a, b = name`` / ``a = name[0]`` / ``a, b = name[0], name[1]``: the plain names bound."""
+    """``a, b = name`` / ``a = name[0]`` / ``a, b = name[0], name[1]`` (``a, b = name[0], None``: only
+    ``a``): the plain names bound to the batch."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return None
     assign = statement.body[0]
@@ -313,6 +314,9 @@ def _unpacked_names(statement: cst.BaseStatement, name: str) -> list[str] | None
     parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
     if len(parts) == len(targets) and all(_indexes(p, name) for p in parts):
         return targets
+    if len(parts) == len(targets) and any(_indexes(p, name) for p in parts) \
+            and all(_indexes(p, name) or isinstance(p, cst.Name) and p.value == "None" for p in parts):
+        return [t for t, p in zip(targets, parts) if _indexes(p, name)]  # ``x, cond = batch[0], None``
     return None
 
 
@@ -514,9 +518,13 @@ def _spread_into_a_scattering_wrapper(metadata: Mapping, loop: cst.For, name: st
 
 def _unpacked_wherever(metadata: Mapping, body: cst.BaseSuite, name: str) -> list[str] | None:
     """The names of every ``x, y = name`` in ``body`` (in branches, or repeated in a nested loop),
-    when unpacking is all the body does with ``name``; else None."""
+    when unpacking (and ``len(name)``) is all the body does with ``name``; else None."""
     names: list[str] = []
-    for node, _ in _uses(metadata, body, name):
+    parents = metadata[ParentNodeProvider]
+    for node, parent in _uses(metadata, body, name):
+        call = parents.get(parent) if isinstance(parent, cst.Arg) else None
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len":
+            continue  # ``if len(batch) == 1:``: how many parts, not a use of them
         line = next((a for a in ancestors(metadata, node) if isinstance(a, cst.SimpleStatementLine)), None)
         unpacked = _unpacked_names(line, name) if line is not None else None
         if unpacked is None:

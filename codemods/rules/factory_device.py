@@ -162,12 +162,24 @@ class FactoryDevice(Rule):
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
                 or self._lengths_on_cpu(original_node) or self._beside_a_blocked_group(original_node) \
                 or self._meets_unmoved_host_tensor(original_node) or self._beside_cpu_tensors(original_node) \
-                or self._other_branch_places(original_node, device) or self._moved_one_by_one_by_callers(original_node):
+                or self._other_branch_places(original_node, device) or self._moved_one_by_one_by_callers(original_node) \
+                or self._combined_with_a_lambda_parameter(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
         return self.fix(original_node, updated_node, with_keyword(updated_node, "device", device),
                         f"`{factory_name(self.metadata, original_node)}` creates a CPU tensor here: add `device=`")
+
+    def _combined_with_a_lambda_parameter(self, call: cst.Call) -> bool:
+        """``jitter = lambda img: img + torch.rand(*img.shape) / 256.``: a transform handed to a
+        Dataset, run on each CPU sample; the tensor goes where the lambda's argument is, not to the
+        device of the function that defines it (normalizing_flows' ``data.py``)."""
+        function = next((a for a in ancestors(self.metadata, call) if isinstance(a, (cst.Lambda, cst.FunctionDef))),
+                        None)
+        if not isinstance(function, cst.Lambda):
+            return False
+        params = {p.name.value for p in function.params.params}
+        return any(isinstance(n, cst.Name) and n.value in params for n in walk(function.body))
 
     def _other_branch_places(self, call: cst.Call, device: cst.BaseExpression) -> bool:
         """``if cora: x = torch.tensor(a, device=device) ... elif ppi: x = torch.tensor(b)``: the

@@ -159,3 +159,116 @@ def test_cuda_handed_straight_to_a_distributed_wrapper_or_apex_is_not_reported(t
                 fit_model(net, torch.optim.SGD(net.parameters(), lr=0.1))
         """})
     assert not [f for f in reports["lib/fit.py"].findings if f.code == "DM103"]
+
+
+def test_a_noise_transform_in_a_lambda_follows_its_sample():
+    # normalizing_flows' data.py: ``lambda img: img + torch.rand(*img.shape) / 256.`` handed to a Dataset in a
+    # function that has a ``device`` parameter got ``device=device`` (CPU image plus CUDA noise).
+    out, _ = run("""\
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Pictures(Dataset):
+            def __init__(self, transform):
+                self.images = torch.rand(8, 3, 4, 4)
+                self.transform = transform
+
+            def __len__(self):
+                return len(self.images)
+
+            def __getitem__(self, i):
+                return self.transform(self.images[i])
+
+
+        def make_loader(batch, device):
+            jitter = lambda img: img + torch.rand(*img.shape) / 256.
+            return DataLoader(Pictures(jitter), batch)
+
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            net = torch.nn.Linear(48, 2).to(device)
+            for x in make_loader(4, device):
+                print(net(x.view(x.shape[0], -1).to(device)).shape)
+    """)
+    assert "torch.rand(*img.shape) / 256." in out
+
+
+def test_a_batch_unpacked_in_two_branches_and_moved_is_not_reported():
+    # normalizing_flows' maf.py: ``inp, cond = batch[0], None`` or ``inp, cond = batch``, then both moved
+    # (false DM203 "indexed in several places").
+    _, open_findings = run("""\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+
+        def fit(net, loader, opt, device):
+            for step, batch in enumerate(loader):
+                if len(batch) == 1:
+                    inp, cond = batch[0], None
+                else:
+                    inp, cond = batch
+                    cond = cond.to(device)
+                inp = inp.to(device)
+                loss = net(inp).sum() if cond is None else (net(inp) * cond).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            net = torch.nn.Linear(3, 2).to(device)
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            fit(net, DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=4), opt, device)
+    """)
+    assert not [f for f in open_findings if f.code == "DM203"]
+
+
+def test_a_model_keeping_a_plain_object_with_tensors_stays_and_is_reported():
+    # WaveRNN's pruning notebook: the model keeps ``self.pruner = Pruner(...)``, whose masks
+    # (``torch.ones_like(W)`` in a plain ``PruneMask``) ``model.to()`` does not move; forward multiplies the
+    # weights by them. DM202 moved the model: a device error at the first pruning step.
+    out, open_findings = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Mask:
+            def __init__(self, layer):
+                self.mask = []
+                for w in layer.parameters():
+                    self.mask += [torch.ones_like(w)]
+
+            def apply(self, layer):
+                for m, w in zip(self.mask, layer.parameters()):
+                    w.data *= m
+
+
+        class Pruner:
+            def __init__(self, layers):
+                self.masks = [Mask(layer) for layer in layers]
+
+            def prune(self, layers):
+                for layer, mask in zip(layers, self.masks):
+                    mask.apply(layer)
+
+
+        class Pruned(nn.Module):
+            def __init__(self, size):
+                super().__init__()
+                self.fc = nn.Linear(size, size)
+                self.pruner = Pruner([self.fc])
+
+            def forward(self, x):
+                self.pruner.prune([self.fc])
+                return self.fc(x)
+
+
+        model = Pruned(4)
+        print(model(torch.randn(2, 4)))
+    """)
+    assert "model = Pruned(4)\n" in out
+    [finding] = [f for f in open_findings if f.code == "DM202"]
+    assert "keeps a `Pruner` (`self.pruner`)" in finding.message

@@ -536,9 +536,9 @@ class DeviceLookup:
                     and self._called_before_moved(klass, method):
                 return (f"the file calls the model method `{name}` before it moves the model, so the model's "
                         "parameters are no guide to the device there; pass the device in")
-            return (f"this runs in the model method `{name}`, where devmod finds no parameter, buffer or device "
-                    "attribute to read the model's device from; use the device of the tensors it works on "
-                    "(e.g. `x.device`)")
+            return (f"this runs in the model method `{name}`, where devmod finds no tensor input to take the "
+                    "device from and does not read it from the model's parameters here; use the device of the "
+                    "tensors it works on (e.g. `x.device`) or of the model's parameters")
         if kind in (ScopeKind.MODULE, ScopeKind.FUNCTION) and self.in_library_code(node):
             return ("this file is library code (other project files import it, or it is a module of a package "
                     "that runs nothing when imported), and the device belongs to the code that runs the program; "

@@ -46,7 +46,7 @@ from ..analysis.roles import looks_like_model_name, model_variables
 from ..analysis.scopes import ScopeKind, assigned_value, only_binding, scope_bindings
 from ..analysis.tree import ancestors, nodes_of, walk
 from ..analysis.tensors import assigned_name, bound_before, flows_only_to_cpu_name, runs_only_through_its_methods, \
-    uses_of_binding
+    uses_of, uses_of_binding
 from .base import Invalid, Rule, Valid
 from .factory_device import with_keyword
 
@@ -342,7 +342,7 @@ class LoadMapLocation(Rule):
                 continue
             filled = _filled_container(holder, expr)
             if filled is not None:  # ``new[k] = v``: the container goes on, the store itself is no use
-                work.extend(use for use in _loads_of(self.metadata, filled) if not _stored_into(parents, use))
+                work.extend(use for use in uses_of(self.metadata, filled) if not _stored_into(parents, use))
                 continue
             return True
         return False
@@ -449,14 +449,6 @@ def _filled_container(holder: cst.CSTNode | None, value: cst.CSTNode) -> cst.Nam
         if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
             return target.value
     return None
-
-
-def _loads_of(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
-    """Every read of ``name`` in its scope."""
-    scope = metadata[ScopeProvider].get(name)
-    if scope is None:
-        return []
-    return [a.node for a in scope.accesses[name.value] if isinstance(a.node, cst.Name)]
 
 
 def _stored_into(parents: Mapping, use: cst.Name) -> bool:

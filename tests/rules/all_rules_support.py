@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 from codemods.config import Config
+from codemods.driver import process_files
 from codemods.engine import transform_source
 
 
@@ -23,3 +25,13 @@ def rewrite(code: str):
     result = transform_source(code)
     assert transform_source(result.output).output == result.output, "a second run must change nothing"
     return code, result
+
+
+def project_reports(folder: Path, files: dict[str, str]) -> dict[str, object]:
+    """Write ``files`` (relative paths, dedented text) under ``folder`` and run ``apply --diff`` on all of
+    them as one project: the report of each, by its path relative to ``folder``."""
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(text))
+    reports = process_files([str(folder / n) for n in files], Config(), "diff", jobs=1)
+    return {Path(r.path).relative_to(folder).as_posix(): r for r in reports}

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from textwrap import dedent
 
-from all_rules_support import rewrite as run
+from all_rules_support import project_reports, rewrite as run
 
 from codemods.config import Config
 from codemods.driver import process_files
@@ -37,10 +36,7 @@ _AGGREGATOR = """\
 
 
 def _project(tmp_path: Path, files: dict[str, str]) -> dict[str, object]:
-    for name, text in files.items():
-        (tmp_path / name).write_text(dedent(text))
-    reports = process_files([str(tmp_path / n) for n in files], Config(), "diff", jobs=1)
-    return {Path(r.path).name: r for r in reports}
+    return project_reports(tmp_path, files)
 
 
 def test_a_model_of_an_imported_class_that_makes_cpu_tensors_in_forward_stays_and_is_reported(tmp_path: Path):

@@ -4,20 +4,12 @@ Each test fails on the code the run measured (7c8bff4)."""
 from __future__ import annotations
 
 from pathlib import Path
-from textwrap import dedent
 
-from all_rules_support import run
-
-from codemods.config import Config
-from codemods.driver import process_files
+from all_rules_support import project_reports, run
 
 
 def _project(tmp_path: Path, files: dict[str, str]) -> dict[str, object]:
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(dedent(text))
-    reports = process_files([str(tmp_path / n) for n in files], Config(), "diff", jobs=1)
-    return {Path(r.path).relative_to(tmp_path).as_posix(): r for r in reports}
+    return project_reports(tmp_path, files)
 
 
 def test_an_input_handed_with_an_unplaced_model_to_a_library_call_stays():

@@ -6,7 +6,8 @@ On a CPU tensor ``.cpu()`` returns the tensor itself, so the fix costs nothing t
 
 - ``x.detach().numpy()`` becomes ``x.detach().cpu().numpy()``.
 - Nothing changes when ``.cpu()`` or ``.to("cpu")`` is already in the chain, or the value is a torch
-  (or torchvision) function of CPU tensors (``make_grid(x.cpu())``).
+  (or torchvision) function of CPU tensors (``make_grid(x.cpu())``) or arithmetic with one
+  (``torch.sum((flow.cpu() - target) ** 2)``).
 - Only receivers that are surely torch tensors (a tensor factory or tensor method
   chain, a name assigned from one, a model's output): ``.numpy()`` on other objects
   (pandas, TensorFlow) is left alone.
@@ -325,7 +326,7 @@ class NumpyCpu(Rule):
 
 def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int = 0) -> bool:
     """``.cpu()`` or ``.to("cpu")`` somewhere in the chain (or in the value of a variable
-    bound once, ``y = x.cpu()``)."""
+    bound once, ``y = x.cpu()``, or in an operand of arithmetic)."""
     node = receiver
     for node in _chain(receiver):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
@@ -336,6 +337,10 @@ def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int 
     if isinstance(node, cst.Name) and depth < _MAX_DEPTH:
         value = single_assigned_value(metadata, node) or _reaching_value(metadata, node)
         return value is not None and _on_cpu_already(metadata, value, depth + 1)
+    if isinstance(node, cst.BinaryOperation) and depth < _MAX_DEPTH:
+        # ``(flow[0].cpu() - flow_gt) ** 2``: arithmetic with a CPU tensor gives one (a GPU operand would
+        # fail there); at worst a needed ``.cpu()`` is not added, and the code stays as written
+        return any(_on_cpu_already(metadata, side, depth + 1) for side in (node.left, node.right))
     return False
 
 

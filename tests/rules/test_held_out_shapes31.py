@@ -267,3 +267,22 @@ def test_a_model_kept_in_a_python_list_still_moves_but_one_in_a_module_list_is_a
     """)
     assert "net = nn.Linear(3, 1).to(device)" in out
     assert "head = nn.Linear(3, 1)\n" in out
+
+
+def test_numpy_of_arithmetic_with_a_cpu_tensor_gets_no_second_cpu():
+    # RAFT's evaluate.py: ``epe = torch.sum((flow_pr[0].cpu() - flow_gt) ** 2, dim=0).sqrt()`` then
+    # ``epe.view(-1).numpy()``: the error is on the CPU already; DM303 added ``.cpu()`` (harmless churn in
+    # device-correct code).
+    out, _ = run("""\
+        import torch
+
+
+        def validate(model, pairs):
+            errors = []
+            for image, flow_gt in pairs:
+                flow_pr = model(image.cuda())
+                epe = torch.sum((flow_pr[0].cpu() - flow_gt) ** 2, dim=0).sqrt()
+                errors.append(epe.view(-1).numpy())
+            return errors
+    """)
+    assert "epe.view(-1).numpy()" in out

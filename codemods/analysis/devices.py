@@ -242,8 +242,13 @@ def _imports_placer(node: cst.Import | cst.ImportFrom) -> bool:
     return any(n == p or n.startswith(p + ".") for n in names for p in _PLACERS)
 
 
-def runs_per_rank(module: cst.Module) -> bool:
-    """Does the file import torch.distributed, DistributedDataParallel or Horovod (one process per GPU)?"""
+def runs_per_rank(module: cst.Module, text: str | None = None) -> bool:
+    """Does the file import torch.distributed, DistributedDataParallel or Horovod, or wrap a model in
+    ``nn.parallel.DistributedDataParallel`` (one process per GPU)? ``text``: the module's source, when
+    known: without the word, the tree is not walked for the wrapper."""
+    if (text is None or "DistributedDataParallel" in text) and any(
+            isinstance(n, cst.Attribute) and n.attr.value == "DistributedDataParallel" for n in walk(module)):
+        return True  # ``nn.parallel.DistributedDataParallel(net, device_ids=[gpu])`` (vicreg)
     for stmt in module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue  # imports inside blocks are rare; top-level ones decide

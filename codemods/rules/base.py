@@ -129,9 +129,10 @@ class Rule(VisitorBasedCodemodCommand):
             facts = collect_class_facts(node, self.metadata, self.state.role.model_names)
             definitions = module_device_definitions(node, self.metadata)
             shared = shared_device_name(definitions, self.state.config.device_name)
-            placement = (chosen_conditionally(definitions, node, shared), runs_per_rank(node),
+            text = self.state.source if node is self.state.source_module else None
+            placement = (chosen_conditionally(definitions, node, shared), runs_per_rank(node, text),
                          defined_from_line(definitions, node, shared, self.metadata),
-                         user_chosen_device(node, self.state.source if node is self.state.source_module else None))
+                         user_chosen_device(node, text))
             cached = (node, facts, definitions, torch_module_alias(node) or "torch", shared, placement)
             self.state.analysed = cached
         _, self.facts, self.device_definitions, self.torch_alias, self.shared_name, placement = cached

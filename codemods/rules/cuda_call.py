@@ -101,7 +101,8 @@ class CudaCall(Rule):
             # already keeps the CPU run on the CPU, as ``if args.gpu: x.cuda()`` does; correct code.
             if not (self._gated_on(original_node, original_node.args[0]) or gpu_only(self.metadata, original_node)
                     or self._set_device_to(original_node.args[0].value)
-                    or self._callers_index(original_node.args[0].value)):
+                    or self._callers_index(original_node.args[0].value)
+                    or self.devices.cuda_is_the_ranks(original_node)):  # (vicreg: ``.cuda(gpu)`` after the rank's setup)
                 self.report(original_node, "`.cuda(index)` puts this on that GPU whatever the run (a CPU-only run fails "
                                            "here); use the device the program chose (per rank, or by its own switch) "
                                            "with `.to(device)`")

@@ -264,3 +264,45 @@ def test_a_model_keeping_a_plain_object_with_tensors_stays_and_is_reported():
     assert "model = Pruned(4)\n" in out
     [finding] = [f for f in open_findings if f.code == "DM202"]
     assert "keeps a `Pruner` (`self.pruner`)" in finding.message
+
+
+def test_cuda_of_the_ranks_device_after_a_project_helper_pins_it_is_not_reported(tmp_path: Path):
+    # vicreg (the 33rd run): ``start_ranks(args)`` of another file calls ``torch.cuda.set_device``, then
+    # ``.cuda(gpu)`` with ``gpu = torch.device(args.device)`` in a program that wraps its model in
+    # ``nn.parallel.DistributedDataParallel`` (3 false DM103: "a CPU-only run fails here").
+    reports = _project(tmp_path, {
+        "dist_setup.py": """\
+            import os
+            import torch
+            import torch.distributed as dist
+
+
+            def start_ranks(opts):
+                opts.local = int(os.environ["LOCAL_RANK"])
+                torch.cuda.set_device(opts.local)
+                dist.init_process_group(backend="nccl")
+        """,
+        "pretrain.py": """\
+            import argparse
+            import torch
+            from torch import nn
+            from dist_setup import start_ranks
+
+
+            def run(opts):
+                start_ranks(opts)
+                gpu = torch.device(opts.device)
+                net = nn.Linear(8, 4).cuda(gpu)
+                net = nn.parallel.DistributedDataParallel(net, device_ids=[gpu])
+                for (batch,) in torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(6, 8))):
+                    batch = batch.cuda(gpu, non_blocking=True)
+                    net(batch).sum().backward()
+
+
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--device", default="cuda")
+                run(parser.parse_args())
+        """})
+    assert not reports["pretrain.py"].findings
+    assert not reports["pretrain.py"].diff

@@ -314,6 +314,7 @@ class DeviceLookup:
         self.module = module
         self._works_with_device: dict[int, bool] = {}
         self._early_calls: dict[tuple[cst.ClassDef, cst.FunctionDef], bool] = {}  # (nodes of this tree)
+        self._defined: frozenset[str] | None = None  # the file's function and method names
         self.facts = facts
         self.shared_name = shared_name
         # The file picks its device inside an ``if`` (``if args.accel: device = ...``): code
@@ -626,7 +627,15 @@ class DeviceLookup:
     def _method_tensor_input(self, function: cst.FunctionDef) -> str | None:
         """The input a model method computes on: forward's, one read or annotated as a tensor, or
         one handed to the model's own parts."""
-        return self._tensor_parameter(function) or _used_as_tensor(function) or _fed_to_own_parts(function)
+        return self._tensor_parameter(function) or _used_as_tensor(function) \
+            or _fed_to_own_parts(function, self._method_names())
+
+    def _method_names(self) -> frozenset[str]:
+        """The names of the file's functions and methods (``self._draw(n, c)`` calls a method, no layer)."""
+        if self._defined is None:
+            self._defined = frozenset(n.name.value for n in walk(self.module) if isinstance(n, cst.FunctionDef)) \
+                if self.module is not None else frozenset()
+        return self._defined
 
     @staticmethod
     def _tensor_parameter(function: cst.FunctionDef) -> str | None:
@@ -738,10 +747,12 @@ def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TOR
     return None
 
 
-def _fed_to_own_parts(method: cst.FunctionDef) -> str | None:
+def _fed_to_own_parts(method: cst.FunctionDef, methods: frozenset[str] = frozenset()) -> str | None:
     """A parameter that a model method hands to one of its own layers (``self.f2(z[:, :half])``)
     or to a ``torch.*_like`` function (``torch.zeros_like(z)``): a tensor, on the device the method
-    computes on (a flow's ``backward(self, z)``, which is no ``forward``)."""
+    computes on (a flow's ``backward(self, z)``, which is no ``forward``). A call of one of the
+    file's ``methods`` (``self._sample(num_samples, context)``) is no layer: its first argument may
+    be a count (nflows' ``Distribution.sample``)."""
     receiver = _instance_parameter(method)
     params = {p.name.value for p in (*method.params.posonly_params, *method.params.params)
               if not _no_tensor_by_default(p)} - {receiver} - _tested_for_other_types(method) \
@@ -784,7 +795,8 @@ def _fed_to_own_parts(method: cst.FunctionDef) -> str | None:
         func = node.func
         base = func.value if isinstance(func, cst.Attribute) else func
         own_part = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-            and func.value.value == receiver or isinstance(base, cst.Name) and base.value in parts - {receiver}
+            and func.value.value == receiver and func.attr.value not in methods \
+            or isinstance(base, cst.Name) and base.value in parts - {receiver}
         if not (own_part or (dotted(func) or "").startswith("torch.") and (dotted(func) or "").endswith("_like")):
             continue
         found = root_param(node.args[0].value)

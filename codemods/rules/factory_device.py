@@ -680,6 +680,9 @@ class FactoryDevice(Rule):
             if isinstance(callee.func, cst.Call) \
                     and builds_model(self.metadata, callee.func, self.facts):
                 return True  # ``Net()(x)``: a model built right there stays on the CPU
+            if isinstance(callee.func, cst.Attribute) and isinstance(callee.func.value, cst.Call) \
+                    and builds_model(self.metadata, callee.func.value, self.facts):
+                return True  # ``Gauss().draw(3, cond=x)``: so does one whose method runs right there
             if any(isinstance(a.value, cst.Call) and builds_model(self.metadata, a.value, self.facts)
                    for a in callee.args):
                 return True  # ``forward(x, make_head(8, 5))``: handed a model built right there, on the CPU

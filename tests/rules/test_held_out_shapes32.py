@@ -306,3 +306,46 @@ def test_cuda_of_the_ranks_device_after_a_project_helper_pins_it_is_not_reported
         """})
     assert not reports["pretrain.py"].findings
     assert not reports["pretrain.py"].diff
+
+
+def test_a_count_handed_to_an_own_method_gives_no_device(tmp_path: Path):
+    # nflows (the 33rd run): ``sample(self, num_samples, context=None)`` checks ``num_samples`` is an int and
+    # hands it to ``self._sample(num_samples, context)``, a method, not a layer: devmod wrote
+    # ``torch.as_tensor(context, device=num_samples.device)`` (AttributeError on every machine). And the
+    # script's ``Gauss().draw(3, cond=...)`` runs a model built right there, which stays: its input too.
+    reports = _project(tmp_path, {
+        "sampler.py": """\
+            import torch
+            from torch import nn
+
+
+            def is_count(n):
+                return isinstance(n, int) and n > 0
+
+
+            class Base(nn.Module):
+                def draw(self, how_many, cond=None):
+                    if not is_count(how_many):
+                        raise TypeError("how_many must be a positive int")
+                    if cond is not None:
+                        cond = torch.as_tensor(cond)
+                    return self._draw(how_many, cond)
+
+
+            class Gauss(Base):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = nn.Linear(1, 2)
+
+                def _draw(self, how_many, cond):
+                    mu = self.lin(cond)
+                    return mu + torch.randn(how_many, 2, device=mu.device)
+        """,
+        "run_it.py": """\
+            import torch
+            from sampler import Gauss
+
+            print(Gauss().draw(3, cond=torch.ones(3, 1)).shape)
+        """})
+    assert "how_many.device" not in reports["sampler.py"].diff
+    assert not reports["run_it.py"].diff

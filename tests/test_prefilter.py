@@ -243,11 +243,11 @@ def test_a_conditional_with_different_branches_keeps_no_cuda_check():
     assert rule.may_apply(_facts(source.replace("else x", "else x.to('cuda')")))
 
 
-def test_a_library_default_device_keeps_its_file():
-    """A ``device="cuda"`` default in a file others import gets a CPU fallback of its own."""
+def test_a_library_default_device_keeps_no_file():
+    """A ``device="cuda"`` default in a file others import is its callers' to override."""
     source = 'import torch\n\ndef mask(n, device="cuda", *, dev="cuda:0"):\n    return n\n'
     rule = rule_by_code("DM102")
-    assert rule.may_apply(FileFacts(ast.parse(source), source, FileRole(imported=True)))
+    assert not rule.may_apply(FileFacts(ast.parse(source), source, FileRole(imported=True)))
     assert rule.may_apply(FileFacts(ast.parse(source), source, FileRole()))
     assert not rule.may_apply(_facts(source.replace("device=", "size=").replace("dev=", "k=")))
 

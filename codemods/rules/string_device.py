@@ -22,9 +22,6 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
   bug and is fixed the same way.
 - A module-level ``device = "cuda"`` above the file's ``import torch`` (a notebook's first cell) is
   reported, not converted: ``torch.device(...)`` there would be a NameError.
-- In library code a device parameter's CUDA default (``def summary(model, device="cuda:0")``) gets its own
-  CPU fallback, ``"cuda:0" if torch.cuda.is_available() else "cpu"``: the same GPU where there is one, and no
-  global device added to a library; its callers may still pass theirs.
 - A deliberate ``"cpu"`` is intent and stays; ``"cuda:1"`` names a second GPU on
   purpose and stays.
 - Inside an ``nn.Module`` method the device follows the input (``x.device``), and so does
@@ -270,16 +267,8 @@ class StringDevice(Rule):
         default = original_node.default
         if default is None or not hardcoded_cuda(self.metadata, default):
             return updated_node
-        if original_node.name.value not in DEVICE_LIKE_NAMES:
-            return updated_node
-        if self.devices.in_library_code(original_node):
-            # No global device in a library; its callers may pass theirs. The default itself falls back to
-            # the CPU (pytorch-summary's ``summary(..., device=torch.device('cuda:0'))`` failed without a GPU).
-            fallback = _with_cpu_fallback(default, self.torch_alias)
-            if fallback is None:
-                return updated_node
-            return self.fix(original_node, updated_node, updated_node.with_changes(default=fallback),
-                            "hard-coded CUDA default -> the same GPU, or the CPU where there is none")
+        if original_node.name.value not in DEVICE_LIKE_NAMES or self.devices.in_library_code(original_node):
+            return updated_node  # a library's default is its callers' to override: no global device there
         # A default is evaluated once at definition time: the module-level device fits.
         return self.fix(original_node, updated_node, updated_node.with_changes(default=cst.Name(self.shared_name)),
                         "hard-coded CUDA default -> shared device")
@@ -339,27 +328,12 @@ pinned = device == "cuda"
 
 
 def _device_default(facts: FileFacts, arguments: ast.arguments, literal: ast.Constant) -> bool:
-    """Is ``literal`` the default of a device-named parameter (``leave_Param``)?"""
+    """Is ``literal`` the default of a device-named parameter outside library code (``leave_Param``)?"""
     positional = [*arguments.posonlyargs, *arguments.args]
     pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults),
              *zip(arguments.kwonlyargs, arguments.kw_defaults)]
     names = {argument.arg for argument, default in pairs if default is literal}
-    return bool(names & DEVICE_LIKE_NAMES)
-
-
-def _with_cpu_fallback(default: cst.BaseExpression, torch_alias: str) -> cst.BaseExpression | None:
-    """``"cuda:0"`` -> ``"cuda:0" if torch.cuda.is_available() else "cpu"``, and ``torch.device("cuda")``
-    -> ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``: the same device on a GPU."""
-    literal = default
-    if isinstance(default, cst.Call) and len(default.args) == 1 and default.args[0].keyword is None:
-        literal = default.args[0].value
-    if not isinstance(literal, cst.SimpleString):
-        return None
-    quote = literal.quote if len(literal.quote) == 1 else '"'
-    choice = cst.parse_expression(f"{literal.value} if {torch_alias}.cuda.is_available() else {quote}cpu{quote}")
-    if literal is default:
-        return choice
-    return default.with_changes(args=[default.args[0].with_changes(value=choice)])
+    return bool(names & DEVICE_LIKE_NAMES) and (not facts.role.imported or facts.in_main_block(arguments))
 
 
 def _may_be_device_position(facts: FileFacts, literal: ast.Constant) -> bool:

@@ -349,22 +349,3 @@ def test_a_count_handed_to_an_own_method_gives_no_device(tmp_path: Path):
         """})
     assert "how_many.device" not in reports["sampler.py"].diff
     assert not reports["run_it.py"].diff
-
-
-def test_a_library_default_cuda_device_falls_back_to_the_cpu(tmp_path: Path):
-    # pytorch-summary (the 33rd run): ``summary(model, input_size, device=torch.device('cuda:0'))`` in a
-    # package module; its README example fails on a machine without a GPU. The default keeps the same GPU
-    # where there is one; no global device goes into the library.
-    reports = _project(tmp_path, {
-        "torchsummary/__init__.py": "from .torchsummary import summary\n",
-        "torchsummary/torchsummary.py": """\
-            import torch
-
-
-            def summary(model, input_size, batch_size=-1, device=torch.device('cuda:0')):
-                x = torch.rand(2, *input_size).to(device=device)
-                return model(x).shape
-        """})
-    diff = reports["torchsummary/torchsummary.py"].diff
-    assert "device=torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')):" in diff
-    assert "device = torch.device" not in diff

@@ -44,13 +44,17 @@ def gpu_only_by_design(metadata: Mapping, node: cst.CSTNode) -> bool:
     function) that runs work on CUDA streams (``torch.cuda.Stream()``, timm's prefetching loader),
     or in a loop over ``torch.cuda.device_count()`` / under ``with torch.cuda.device(i):`` (a buffer
     per GPU, mixup-cifar10's efficient DenseNet), or handed straight to a wrapper that needs a GPU
-    (``MMDistributedDataParallel(model.cuda(), ...)``, apex's ``amp.initialize(model.cuda(), ...)``).
+    (``MMDistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])``, apex's
+    ``amp.initialize(model.cuda(), ...)``).
     It runs only where the program has GPUs."""
     holder = metadata[ParentNodeProvider].get(node)
     wrapper = metadata[ParentNodeProvider].get(holder) if isinstance(holder, cst.Arg) else None
-    if isinstance(wrapper, cst.Call) and (code_of(wrapper.func).endswith("DistributedDataParallel")
-                                          or code_of(wrapper.func).endswith("amp.initialize")):
+    if isinstance(wrapper, cst.Call) and code_of(wrapper.func).endswith("amp.initialize"):
         return True
+    if isinstance(wrapper, cst.Call) and code_of(wrapper.func).endswith("DistributedDataParallel") and any(
+            a.keyword is not None and a.keyword.value == "device_ids" and "current_device" in code_of(a.value)
+            for a in wrapper.args):
+        return True  # ``device_ids=[torch.cuda.current_device()]``: the GPU a bare ``.cuda()`` chose
     for parent in ancestors(metadata, node):
         if isinstance(parent, cst.For) and any(
                 isinstance(n, cst.Call) and "torch.cuda.device_count" in qualified_names(metadata, n.func)

@@ -71,7 +71,9 @@ _PREPARES = ("prepare", "prepare_model")  # Accelerate / Fabric place the model 
 
 _WRAPPERS = DATA_PARALLEL | DISTRIBUTED_DATA_PARALLEL
 # A model's methods that list its layers: handed to a new model, they become its parts.
-_PART_LISTS = frozenset({"children", "modules"})
+_PART_LISTS = frozenset({"children", "modules", "named_children", "named_modules"})
+# A model's methods that list its weights: reading them runs nothing.
+_WEIGHT_LISTS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
 
 class ModelToDevice(Rule):
     CODE = "DM202"
@@ -401,6 +403,11 @@ class ModelToDevice(Rule):
             if isinstance(parent, cst.Call) and parent.func is node:
                 if isinstance(node, cst.Attribute) and node.attr.value == "load_state_dict":
                     continue  # ``net[0].load_state_dict(...)``: weights come in, nothing runs (a converter)
+                if isinstance(node, cst.Attribute) and node.value is use and node.attr.value in _WEIGHT_LISTS:
+                    continue  # ``net.named_parameters()`` read for names and shapes (timm's converters)
+                if isinstance(node, cst.Attribute) and node.value is use and node.attr.value in _PART_LISTS:
+                    donated = True  # ``net.children()``: its layers run, or not, where they are taken
+                    continue
                 if not (isinstance(node, cst.Attribute) and node.attr.value == "state_dict"):
                     return False  # ``donor.features(x)``, ``donor.eval()``: its parts may run
                 donated = True

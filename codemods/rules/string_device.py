@@ -22,6 +22,8 @@ choice of device over the file. Writing the one shared ``torch.device`` instead
   bug and is fixed the same way.
 - A module-level ``device = "cuda"`` above the file's ``import torch`` (a notebook's first cell) is
   reported, not converted: ``torch.device(...)`` there would be a NameError.
+- A device parameter's ``"cuda"`` default whose value the code reads as a string (``if 'cuda' in self.dev:``)
+  stays: a ``torch.device`` would fail there.
 - A deliberate ``"cpu"`` is intent and stays; ``"cuda:1"`` names a second GPU on
   purpose and stays.
 - Inside an ``nn.Module`` method the device follows the input (``x.device``), and so does
@@ -269,9 +271,30 @@ class StringDevice(Rule):
             return updated_node
         if original_node.name.value not in DEVICE_LIKE_NAMES or self.devices.in_library_code(original_node):
             return updated_node  # a library's default is its callers' to override: no global device there
+        if self._read_as_text(original_node):
+            return updated_node  # ``if 'cuda' in self.dev:`` (convmixer's benchmark): a torch.device would fail there
         # A default is evaluated once at definition time: the module-level device fits.
         return self.fix(original_node, updated_node, updated_node.with_changes(default=cst.Name(self.shared_name)),
                         "hard-coded CUDA default -> shared device")
+
+    def _read_as_text(self, param: cst.Param) -> bool:
+        """Is the parameter's value read as a string in its function, or through ``self.<attr>`` it is
+        stored in, in its class (``'cuda' in self.dev``, ``dev.startswith('cuda')``, ``dev + ':0'``)?"""
+        parents = self.metadata[cst.metadata.ParentNodeProvider]
+        function = parents.get(parents.get(param))
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        name = param.name.value
+        reads: list[cst.CSTNode] = [n for n in walk(function.body) if isinstance(n, cst.Name) and n.value == name]
+        stored = {t.target.attr.value for a in walk(function.body) if isinstance(a, cst.Assign)
+                  and isinstance(a.value, cst.Name) and a.value.value == name
+                  for t in a.targets if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                  and t.target.value.value == "self"}
+        klass = next((a for a in ancestors(self.metadata, function) if isinstance(a, cst.ClassDef)), None)
+        if stored and klass is not None:
+            reads += [n for n in walk(klass) if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name)
+                      and n.value.value == "self" and n.attr.value in stored]
+        return any(_text_use(parents, read) for read in reads)
 
     VALID = [
         # A setting the user overrides (``--device=cpu``): it stays a string, comparisons too.
@@ -325,6 +348,18 @@ pinned = device == "cuda"
             'import torch\ndev = "cuda"\nprint(dev.upper())\nx = torch.ones(2, device=dev)\n',
         ),
     ]
+
+
+def _text_use(parents, node: cst.CSTNode) -> bool:
+    """``node`` read as a string: compared (``'cuda' in d``, ``d == 'cuda'``), a string method, sliced,
+    concatenated or formatted."""
+    parent = parents.get(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        return parent.attr.value not in _STRING_METHODS_OK
+    if isinstance(parent, (cst.Subscript, cst.BinaryOperation, cst.FormattedStringExpression, cst.Comparison,
+                           cst.ComparisonTarget)):
+        return True
+    return False
 
 
 def _device_default(facts: FileFacts, arguments: ast.arguments, literal: ast.Constant) -> bool:

@@ -35,3 +35,14 @@ def project_reports(folder: Path, files: dict[str, str]) -> dict[str, object]:
         (folder / name).write_text(textwrap.dedent(text))
     reports = process_files([str(folder / n) for n in files], Config(), "diff", jobs=1)
     return {Path(r.path).relative_to(folder).as_posix(): r for r in reports}
+
+
+def run_rule(rule, code: str, all_rules: bool = False):
+    """The engine's result for ``code`` (dedented) with only ``rule`` on (or every rule); a second run
+    must change nothing."""
+    code = textwrap.dedent(code)
+    rules = None if all_rules else [rule]
+    result = transform_source(code, config=Config(), rules=rules)
+    again = transform_source(result.output, config=Config(), rules=rules)
+    assert again.output == result.output, "a second run must change nothing"
+    return result

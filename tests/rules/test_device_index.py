@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+from functools import partial
 
 import pytest
+from all_rules_support import run_rule
 
-from codemods.config import Config
-from codemods.engine import transform_source
 from codemods.rules.device_index import DeviceIndex
 
-
-def run(code: str, all_rules: bool = False):
-    code = textwrap.dedent(code)
-    result = transform_source(code, config=Config(), rules=None if all_rules else [DeviceIndex])
-    again = transform_source(result.output, config=Config(), rules=None if all_rules else [DeviceIndex])
-    assert again.output == result.output, "a second run must change nothing"
-    return result
+run = partial(run_rule, DeviceIndex)
 
 
 @pytest.mark.parametrize("code", [

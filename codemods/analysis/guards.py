@@ -104,6 +104,11 @@ def _names_a_gpu(expr: cst.CSTNode) -> bool:
                 and side.evaluated_value.split(":")[0] == "cuda"
                 for side in (node.left, *(target.comparator for target in node.comparisons))):
             return True
+        if isinstance(node, cst.Subscript) and any(  # ``if cfg['use_gpu']:``, ``config['cuda']``
+                isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)
+                and isinstance(e.slice.value.evaluated_value, str)
+                and any(w in e.slice.value.evaluated_value.lower() for w in ("gpu", "cuda")) for e in node.slice):
+            return True
         name = node.value if isinstance(node, cst.Name) else (
             node.attr.value if isinstance(node, cst.Attribute) else "")
         if "gpu" in name.lower() or "cuda" in name.lower():

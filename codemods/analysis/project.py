@@ -277,11 +277,23 @@ def _returns_lists(nodes: list[ast.AST]) -> bool:
 
 def _places_itself_when_built(klass: ast.ClassDef) -> bool:
     """``__init__`` calls ``self.to(...)`` or ``self.cuda(...)`` (facenet's MTCNN: ``self.to(device)``
-    with a CPU default): the model goes where its own ``device=`` says."""
+    with a CPU default), or moves its parts to a device it is handed (``self.enc.to(gpu_ids[0])``): the
+    model goes where its own arguments say."""
     init = next((s for s in klass.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-    return init is not None and any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
-        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" for n in ast_nodes(init))
+    if init is None:
+        return False
+    params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)} - {"self"}
+    for n in ast_nodes(init):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")):
+            continue
+        if isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
+            return True
+        # ``self.enc.to(gpu_ids[0])``: its parts go to the GPUs it is handed (generative-inpainting's Trainer)
+        if isinstance(n.func.value, ast.Attribute) and isinstance(n.func.value.value, ast.Name) \
+                and n.func.value.value.id == "self" and n.func.attr == "to" and n.args \
+                and any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(n.args[0])):
+            return True
+    return False
 
 
 def _grow(found: set[str], functions: list, holds: Callable[[ast.AST], bool]) -> None:

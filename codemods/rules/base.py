@@ -27,6 +27,7 @@ from ..analysis.tree import line_of, mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
 from ..findings import Finding, Safety
+from ..analysis.guards import gpu_only
 from ..positions import OriginMap
 from ..suppression import Suppressions
 
@@ -208,6 +209,8 @@ class Rule(VisitorBasedCodemodCommand):
                 # A file that names no GPU anywhere runs all on the CPU, on every machine: a placement
                 # devmod cannot write is no fault to report (RepDistiller's demos import torch locally).
                 return updated
+            if reason is not None and self.REPLACES_CUDA and gpu_only(self.metadata, node):
+                return updated  # ``if on_gpu: x = x.cuda()``: the author's own switch, correct as written
             if reason is not None:  # DM101 could not define it: the fix would be a NameError
                 self._add(line, column, f"{message}; left as it is: `{self.shared_name}` cannot be defined "
                                         f"above this line ({reason})", fixed=False)

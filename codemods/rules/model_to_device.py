@@ -296,10 +296,15 @@ class ModelToDevice(Rule):
 
     def _told_its_gpus(self, assign, name: str, wrapper: cst.BaseExpression) -> bool:
         """``model.initialize(gpu_ids)`` before ``DataParallel(model, device_ids=gpu_ids)``
-        (pix2pixHD): the model was handed the same GPU list and places itself on it."""
+        (pix2pixHD), or ``Net(..., gpu_ids)`` where it is built: the model was handed the same GPU
+        list and places itself on it."""
         ids = _device_ids(wrapper)
         if not isinstance(ids, cst.Name):
             return False
+        value = assign.value if isinstance(assign, cst.Assign) else None
+        if isinstance(value, cst.Call) and any(isinstance(a.value, cst.Name) and a.value.value == ids.value
+                                               for a in value.args):
+            return True  # ``Trainer(config, device_ids)``: built with the same GPU list (generative-inpainting)
         parents = self.metadata[ParentNodeProvider]
         for use in self._references(assign, name):
             method = parents.get(use)

@@ -463,7 +463,6 @@ def _items_handed_with_a_model(metadata: Mapping, module: cst.Module, loop: cst.
     return None
 
 
-
 def models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Mapping[cst.Assign, Group]) -> list[Group]:
     """The groups whose model the loop body calls: bound in reach, or a parameter of the
     loop's function that a call in the file fills with the model."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
@@ -365,17 +365,25 @@ def moved_in(body: cst.CSTNode, names: set[str], device_names: set[str]) -> bool
 def _moved_by_its_callee(body: cst.CSTNode, names: set[str], param_movers: frozenset[tuple[str, int, str]]) -> bool:
     """A batch name handed to a function of the project that moves that parameter itself
     (wavenet_vocoder's ``batch_wavegen(model, c=c, g=g)``: ``None if g is None else g.to(device)``):
-    the author places the batch there, where a member may be None. ``param_movers``: the project
-    index's (function, position, parameter) for the functions this file sees, its own included."""
-    for call in nodes_of(body, cst.Call):
+    the author places the batch there, where a member may be None."""
+    return any(isinstance(arg, cst.Name) and arg.value in names
+               for _, arg in moved_by_callees(nodes_of(body, cst.Call), param_movers))
+
+
+def moved_by_callees(calls: Iterable[cst.CSTNode],
+                     param_movers: frozenset[tuple[str, int, str]]) -> Iterator[tuple[cst.Call, cst.BaseExpression]]:
+    """``(call, argument)`` for each argument handed to a function of the project that moves the
+    parameter it fills. ``param_movers``: the project index's (function, position, parameter) for the
+    functions a file sees, its own included."""
+    for call in calls:
+        if not isinstance(call, cst.Call):
+            continue
         callee = dotted(call.func) or ""
         for name, index, param in param_movers:
-            if name != callee:
-                continue
-            arg = argument_for(call, index if index >= 0 else len(call.args), param)  # (-1: keyword-only)
-            if isinstance(arg, cst.Name) and arg.value in names:
-                return True
-    return False
+            arg = argument_for(call, index if index >= 0 else len(call.args), param) \
+                if name == callee else None  # (-1: keyword-only)
+            if arg is not None:
+                yield call, arg
 
 
 def _helper_result(value: cst.BaseExpression) -> bool:
@@ -490,6 +498,14 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
     return plan
 
 
+def _built(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The constructor call under a chain of moves and modes (``nn.DataParallel(net).to(device).eval()``)."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value in ("to", "cuda", "eval", "train") and isinstance(value.func.value, cst.Call):
+        value = value.func.value
+    return value
+
+
 def _spread_into_a_scattering_wrapper(metadata: Mapping, loop: cst.For, name: str) -> bool:
     """Is the dict batch only spread into a call of a ``*DataParallel`` wrapper (``model(**data)``
     after ``model = MMDataParallel(model, device_ids=[0])``)? The wrapper scatters the batch to its
@@ -507,10 +523,7 @@ def _spread_into_a_scattering_wrapper(metadata: Mapping, loop: cst.For, name: st
         scope = metadata[ScopeProvider].get(call.func)
         above = [getattr(a, "node", None) for a in scope[call.func.value]] if scope is not None else []
         above = [n for n in above if isinstance(n, cst.CSTNode) and line_of(metadata, n) < line_of(metadata, loop)]
-        value = _assigned_value(metadata, in_source_order(metadata, above)[-1]) if above else None
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                and value.func.attr.value in ("to", "cuda", "eval", "train") and isinstance(value.func.value, cst.Call):
-            value = value.func.value
+        value = _built(_assigned_value(metadata, in_source_order(metadata, above)[-1]) if above else None)
         if not (isinstance(value, cst.Call) and (dotted(value.func) or "").endswith("DataParallel")):
             return False
     return True
@@ -543,10 +556,7 @@ def _fed_only_to_data_parallel(metadata: Mapping, loop: cst.For, is_model: Calla
             return False
         scope = metadata[ScopeProvider].get(call.func)
         nodes = [getattr(a, "node", None) for a in scope[call.func.value]] if scope is not None else []
-        value = _assigned_value(metadata, nodes[0]) if len(nodes) == 1 else None
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                and value.func.attr.value in ("to", "cuda", "eval", "train") and isinstance(value.func.value, cst.Call):
-            value = value.func.value  # ``nn.DataParallel(net).to(device).eval()``
+        value = _built(_assigned_value(metadata, nodes[0]) if len(nodes) == 1 else None)
         if not (isinstance(value, cst.Call) and wrapper_kind(metadata, value) == "dp"):
             return False
     return True

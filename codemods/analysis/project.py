@@ -282,7 +282,7 @@ def _places_itself_when_built(klass: ast.ClassDef) -> bool:
     init = next((s for s in klass.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     if init is None:
         return False
-    params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)} - {"self"}
+    params = _parameters(init)
     for n in ast_nodes(init):
         if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")):
             continue

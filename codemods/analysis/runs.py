@@ -23,7 +23,7 @@ SETUP_METHODS = frozenset({"add_module", "append", "extend", "insert", "copy_", 
                            "named_children", "named_modules", "parameters", "named_parameters", "zero_", "fill_",
                            "size", "dim"})
 # Builtins that read no data of their argument.
-_READS_NOTHING = frozenset({"type", "hasattr", "isinstance", "len", "print", "str", "repr", "id"})
+READS_NOTHING = frozenset({"type", "hasattr", "isinstance", "len", "print", "str", "repr", "id"})
 _MAX_DEPTH = 3  # functions followed from the model to where it is used
 
 
@@ -62,7 +62,7 @@ def may_run(metadata: Mapping, use: cst.Name, depth: int = 0) -> bool:
         if not isinstance(call, cst.Call):
             return True
         func = call.func
-        if isinstance(func, cst.Name) and func.value in _READS_NOTHING:
+        if isinstance(func, cst.Name) and func.value in READS_NOTHING:
             return False
         if isinstance(func, cst.Attribute) and _adds_a_part(metadata, func):
             return False  # ``seq.add_module(name, layer)``: a part of another module

@@ -267,6 +267,11 @@ def _callee_names(metadata: Mapping, call: cst.Call) -> set[str]:
     return qualified_names(metadata, call.func) | {dotted(call.func) or ""}
 
 
+def _feeds_cpu_data(metadata: Mapping, call: cst.Call) -> bool:
+    """``TensorDataset(...)``, ``DataLoader(...)``, ``random_split(...)``: data that stays on the CPU."""
+    return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) for n in _callee_names(metadata, call))
+
+
 def _calls_cpu_library(metadata: Mapping, call: cst.Call) -> bool:
     """``np.asarray(...)``, ``plt.plot(...)``, ``math.sin(...)``: a library that reads host data."""
     return any(n.startswith(_CPU_LIBRARIES) for n in _callee_names(metadata, call))
@@ -709,8 +714,8 @@ def _consumed_on_cpu(metadata: Mapping, node: cst.CSTNode, methods: frozenset[st
                 and loop.iter is call:
             return True  # ``for block, drop in zip(blocks, mask)``: each element read as a Python value
         if isinstance(call, cst.Call):
-            return any(n.endswith(_CPU_CONSUMERS_SUFFIXES) for n in _callee_names(metadata, call)) \
-                or _calls_cpu_library(metadata, call) or _plotted_by_own_function(metadata, call, parent)
+            return _feeds_cpu_data(metadata, call) or _calls_cpu_library(metadata, call) \
+                or _plotted_by_own_function(metadata, call, parent)
     if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in methods:
         return True
     if loops and isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
@@ -771,7 +776,7 @@ def _shown_on_host(metadata: Mapping, node: cst.CSTNode) -> bool:
                 return True  # ``ax.plot(x, ...)``: an Axes made by matplotlib
             if _calls_cpu_library(metadata, call):
                 return True
-            if any(n.endswith(_CPU_CONSUMERS_SUFFIXES) for n in _callee_names(metadata, call)):
+            if _feeds_cpu_data(metadata, call):
                 return True  # ``DataLoader(data, num_workers=2)``: its workers must not touch CUDA
             if not torch_data_function(metadata, call):
                 return False

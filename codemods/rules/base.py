@@ -15,6 +15,7 @@ import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import ParentNodeProvider, PositionProvider, ScopeProvider
 
+from ..analysis.guards import gpu_only
 from ..analysis.devices import DEVICE_LIKE_NAMES, DeviceLookup, chosen_conditionally, defined_from_line, module_device_definitions, \
     runs_per_rank, shared_device_name, user_chosen_device
 from ..analysis.candidates import FileFacts
@@ -27,7 +28,6 @@ from ..analysis.tree import line_of, mentions_name
 from ..analysis.scopes import collect_class_facts
 from ..config import Config
 from ..findings import Finding, Safety
-from ..analysis.guards import gpu_only
 from ..positions import OriginMap
 from ..suppression import Suppressions
 

@@ -146,11 +146,10 @@ class CudaCall(Rule):
         assert isinstance(func, cst.Attribute)
         if not isinstance(func.value, cst.Name):
             return False
-        if func.value.value == "self":  # ``self.cuda(*items)`` of a class with its own ``cuda`` (edge-connect)
-            klass = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.ClassDef)), None)
-            return klass is not None and any(isinstance(s, cst.FunctionDef) and s.name.value == "cuda"
-                                             for s in klass.body.body)
         classes = self.state.role.cuda_method_classes  # (the file's own classes too: the index reads them)
+        if func.value.value == "self":  # ``self.cuda(*items)`` in a method of such a class (edge-connect)
+            klass = next((a for a in ancestors(self.metadata, call) if isinstance(a, cst.ClassDef)), None)
+            return klass is not None and klass.name.value in classes
         bindings = scope_bindings(self.metadata[ScopeProvider].get(func.value), func.value.value)
         built = [assigned_value(self.metadata, b.node) for b in bindings]
         return bool(built) and all(isinstance(b, cst.Call) and (dotted(b.func) or "") in classes for b in built)

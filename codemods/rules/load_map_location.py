@@ -43,6 +43,7 @@ from ..analysis.candidates import FileFacts
 from ..analysis.guards import gpu_only, in_cuda_available_branch
 from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
 from ..analysis.roles import looks_like_model_name, model_variables
+from ..analysis.runs import READS_NOTHING
 from ..analysis.scopes import ScopeKind, assigned_value, only_binding, scope_bindings
 from ..analysis.tree import ancestors, nodes_of, walk
 from ..analysis.tensors import assigned_name, bound_before, flows_only_to_cpu_name, runs_only_through_its_methods, \
@@ -311,7 +312,7 @@ class LoadMapLocation(Rule):
                 if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                         and call.func.attr.value in ("load_state_dict", "copy_"):
                     continue
-                if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _READS_NO_DATA:
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in READS_NOTHING:
                     continue  # ``isinstance(ckpt, dict)``, ``len(ckpt)``
                 if isinstance(call, cst.Call):
                     work.append(call)
@@ -436,10 +437,6 @@ class LoadMapLocation(Rule):
             "    def __getitem__(self, i):\n        return torch.load(f\"{i}.pt\", map_location=\"cpu\")\n",
         ),
     ]
-
-
-# Builtins that read no tensor data of their argument.
-_READS_NO_DATA = frozenset({"isinstance", "len", "print", "type", "hasattr", "str", "repr"})
 
 
 def _filled_container(holder: cst.CSTNode | None, value: cst.CSTNode) -> cst.Name | None:

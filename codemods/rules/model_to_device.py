@@ -64,16 +64,14 @@ from .base import Invalid, Rule, Valid
 _MOVES = ("to", "cuda", "to_empty")
 # Methods that read or fill a model's weights without running it: a model used only through these
 # (and saved or printed) never meets data, and moving it would save or show CUDA tensors.
-_READ_ONLY = ("state_dict", "load_state_dict", "parameters", "named_parameters", "buffers", "named_buffers",
-              "modules", "named_modules", "children", "named_children")
-_PREPARES = ("prepare", "prepare_model")  # Accelerate / Fabric place the model themselves
-
-
-_WRAPPERS = DATA_PARALLEL | DISTRIBUTED_DATA_PARALLEL
 # A model's methods that list its layers: handed to a new model, they become its parts.
 _PART_LISTS = frozenset({"children", "modules", "named_children", "named_modules"})
 # A model's methods that list its weights: reading them runs nothing.
 _WEIGHT_LISTS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
+_READ_ONLY = frozenset({"state_dict", "load_state_dict"}) | _PART_LISTS | _WEIGHT_LISTS
+_PREPARES = ("prepare", "prepare_model")  # Accelerate / Fabric place the model themselves
+_WRAPPERS = DATA_PARALLEL | DISTRIBUTED_DATA_PARALLEL
+
 
 class ModelToDevice(Rule):
     CODE = "DM202"

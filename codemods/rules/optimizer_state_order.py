@@ -34,7 +34,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.candidates import FileFacts, method_name
-from ..analysis.names import argument_for, dotted, keyword, method_call, positional, qualified_names
+from ..analysis.loops import moved_by_callees
+from ..analysis.names import dotted, keyword, method_call, positional, qualified_names
 from ..analysis.tensors import is_dtype
 from ..analysis.tree import ancestors, children_of, walk
 from .base import Invalid, Rule, Valid
@@ -89,16 +90,8 @@ class OptimizerStateOrder(Rule):
     def _handed_to_a_mover(self, scope: cst.CSTNode, model: str) -> list[cst.Call]:
         """``fit(net, opt)`` where ``fit`` (of the project, the file's own included) moves the
         parameter ``net`` fills (``net = net.cuda()``): tacotron's ``train``, the 29th run."""
-        found = []
-        for call in own_nodes(scope):
-            if not isinstance(call, cst.Call):
-                continue
-            callee = dotted(call.func) or ""
-            for name, index, param in self.state.role.param_movers:
-                arg = argument_for(call, index if index >= 0 else len(call.args), param) if name == callee else None
-                if arg is not None and dotted(arg) == model:
-                    found.append(call)
-        return found
+        return [call for call, arg in moved_by_callees(own_nodes(scope), self.state.role.param_movers)
+                if dotted(arg) == model]
 
     def _model_of(self, scope: cst.CSTNode, optimizer: str, before_line: int) -> str | None:
         """``model`` for the last ``optimizer = torch.optim.X(model.parameters(), ...)`` above the load."""

@@ -166,11 +166,10 @@ class StringDevice(Rule):
         return None
 
     def _string_only_use(self, name: cst.Name) -> bool:
-        parent = self.metadata[cst.metadata.ParentNodeProvider].get(name)
-        if isinstance(parent, cst.Attribute) and parent.value is name:
-            return parent.attr.value not in _STRING_METHODS_OK
-        if isinstance(parent, (cst.Subscript, cst.BinaryOperation)):
+        parents = self.metadata[cst.metadata.ParentNodeProvider]
+        if _text_use(parents, name, comparisons=False):
             return True
+        parent = parents.get(name)
         if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
             return not self._is_string_comparison(self.metadata[cst.metadata.ParentNodeProvider].get(parent), name)
         return False
@@ -350,16 +349,15 @@ pinned = device == "cuda"
     ]
 
 
-def _text_use(parents, node: cst.CSTNode) -> bool:
-    """``node`` read as a string: compared (``'cuda' in d``, ``d == 'cuda'``), a string method, sliced,
-    concatenated or formatted."""
+def _text_use(parents, node: cst.CSTNode, comparisons: bool = True) -> bool:
+    """``node`` read as a string: a string method, sliced, concatenated or (``comparisons``)
+    compared (``'cuda' in d``, ``d == 'cuda'``)."""
     parent = parents.get(node)
     if isinstance(parent, cst.Attribute) and parent.value is node:
         return parent.attr.value not in _STRING_METHODS_OK
-    if isinstance(parent, (cst.Subscript, cst.BinaryOperation, cst.FormattedStringExpression, cst.Comparison,
-                           cst.ComparisonTarget)):
+    if isinstance(parent, (cst.Subscript, cst.BinaryOperation)):
         return True
-    return False
+    return comparisons and isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
 
 
 def _device_default(facts: FileFacts, arguments: ast.arguments, literal: ast.Constant) -> bool:

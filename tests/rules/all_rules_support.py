@@ -33,7 +33,9 @@ def project_reports(folder: Path, files: dict[str, str]) -> dict[str, object]:
     for name, text in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(textwrap.dedent(text))
-    reports = process_files([str(folder / n) for n in files], Config(), "diff", jobs=1)
+    reports = list(process_files([str(folder / n) for n in files], Config(), "diff", jobs=1))
+    errors = [f"{r.path}: {r.error}" for r in reports if r.error]
+    assert not errors, errors  # an empty diff and no finding must mean devmod read the file
     return {Path(r.path).relative_to(folder).as_posix(): r for r in reports}
 
 

@@ -164,6 +164,7 @@ def test_layers_handed_to_a_project_model_are_its_parts(tmp_path):
         print(pair(torch.rand(2, 3).to(device)))
     """))
     [report] = process_files([str(run_py)], Config(), "diff", jobs=1)
+    assert report.error is None
     assert not report.diff
     assert not report.findings
 

@@ -286,7 +286,9 @@ class ModelToDevice(Rule):
                 return False
             if self._same_block(assign, wrap_assign):
                 return False  # the wrapper is moved instead, once (or DM404 reports its device_ids)
-            if _chosen_gpus(wrap_assign.value) and not self._told_its_gpus(assign, name, wrap_assign.value):
+            if _chosen_gpus(wrap_assign.value):
+                if self._told_its_gpus(assign, name, wrap_assign.value):
+                    return False  # it places itself on the first of them
                 self.report(assign, f"model `{name}` is wrapped in nn.DataParallel with its own `device_ids`: "
                                     "move it to the first of them before wrapping")
                 return False
@@ -300,9 +302,13 @@ class ModelToDevice(Rule):
         if not isinstance(ids, cst.Name):
             return False
         value = assign.value if isinstance(assign, cst.Assign) else None
-        if isinstance(value, cst.Call) and any(isinstance(a.value, cst.Name) and a.value.value == ids.value
-                                               for a in value.args):
-            return True  # ``Trainer(config, device_ids)``: built with the same GPU list (generative-inpainting)
+        if isinstance(value, cst.Call):
+            # ``Trainer(config, device_ids)``, or ``device_ids = config['gpu_ids']`` and ``Trainer(config)``:
+            # built with the same GPU list, or with the settings it is read from (generative-inpainting)
+            sources = {ids.value} | {dotted(bound.value.value) for bound in self._assignments(assign, ids.value)
+                                     if isinstance(bound.value, (cst.Subscript, cst.Attribute))}
+            if any(isinstance(a.value, cst.Name) and a.value.value in sources for a in value.args):
+                return True
         parents = self.metadata[ParentNodeProvider]
         for use in self._references(assign, name):
             method = parents.get(use)

@@ -593,23 +593,24 @@ class DeviceLookup:
         if tensor_param and not _moves_its_parameters(function):
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
         receiver = _instance_parameter(method)
+        sized = _sized_input(node, function)
         if receiver is None:
-            return None  # a staticmethod or classmethod has no instance to ask for its device
+            return sized  # a staticmethod or classmethod has no instance to ask for its device
         if _class_has_device_attribute(place.klass):
             return cst.Attribute(cst.Name(receiver), cst.Name("device"))
         buffer = _registered_buffer(place.klass)
         if buffer is not None:  # sure to exist, unlike a parameter of a sub-module that may have none
             return cst.Attribute(cst.Attribute(cst.Name(receiver), cst.Name(buffer)), cst.Name("device"))
         if not _may_have_parameters(place.klass):
-            return None  # ``next(self.parameters())`` would raise StopIteration (a loss module)
+            return sized  # ``next(self.parameters())`` would raise StopIteration (a loss module)
         if self.in_library_code(function):
             # A library's model may run with its weights offloaded (accelerate's meta-device hooks),
             # where its first parameter's device is not where its work runs: no guess there.
-            return None
+            return sized
         if receiver is not None and _moves_own_part(node, receiver):
-            return None  # ``self.net.cuda()``: the model's first parameter may be that part's own
+            return sized  # ``self.net.cuda()``: the model's first parameter may be that part's own
         if self.module is not None and self._called_before_moved(place.klass, method):
-            return None  # ``h = enc.init_hidden()`` then ``enc.cuda()``: its parameters are still on the CPU
+            return sized  # ``h = enc.init_hidden()`` then ``enc.cuda()``: its parameters are still on the CPU
         return cst.parse_expression(f"next({receiver}.parameters()).device")
 
     def _called_before_moved(self, klass: cst.ClassDef, method: cst.FunctionDef) -> bool:
@@ -961,6 +962,25 @@ def _registered_buffer(klass: cst.ClassDef) -> str | None:
                         name = call.args[0].value.evaluated_value
                         if isinstance(name, str) and name.isidentifier():
                             return name
+    return None
+
+
+def _sized_input(node: cst.CSTNode | None, function: cst.FunctionDef) -> cst.BaseExpression | None:
+    """``torch.zeros(context.shape[0], n)`` in a method given ``context=None`` (nflows' MADE
+    ``sample``): the factory reads the size of a parameter, so that parameter is a tensor here
+    and its device is the input's. Lengths are left out: they stay on the CPU by design."""
+    if not isinstance(node, cst.Call):
+        return None
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                      *function.params.kwonly_params)} - {"self", "cls"}
+    for arg in node.args:
+        for part in walk(arg.value):
+            read = part.func if isinstance(part, cst.Call) and isinstance(part.func, cst.Attribute) \
+                and part.func.attr.value == "size" else part
+            if isinstance(read, cst.Attribute) and isinstance(read.value, cst.Name) \
+                    and read.attr.value in ("shape", "size") and read.value.value in params \
+                    and "len" not in read.value.value.lower():
+                return cst.Attribute(cst.Name(read.value.value), cst.Name("device"))
     return None
 
 

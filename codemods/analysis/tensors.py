@@ -440,6 +440,7 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
         return False
     parents = metadata[ParentNodeProvider]
     current = node
+    combined = False  # met another operand on the way (``out[:, i] + torch.randn(n)``)
     while True:
         attribute = parents.get(current)
         call = parents.get(attribute) if isinstance(attribute, cst.Attribute) else None
@@ -464,6 +465,9 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
         elif strict:
             break
         elif isinstance(parent, (cst.UnaryOperation, cst.BinaryOperation)):
+            if isinstance(parent, cst.BinaryOperation):
+                other = parent.right if parent.left is current else parent.left
+                combined = combined or not is_number(other, named_constants=True)
             current = parent
         elif isinstance(parent, (cst.Arg, cst.Element)):
             holder = parents.get(parent)
@@ -475,13 +479,16 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
                     or any(n.startswith(_MATH_NAMESPACES) for n in qualified_names(metadata, holder.func))
                     or (isinstance(holder.func, cst.Attribute) and holder.func.attr.value in _COMBINING_METHODS)):
                 return False
+            combined = True
             current = holder  # ``torch.outer(pos, freqs)``, ``pos.mul(freqs)``: computed from it
         else:
             break
     statement = parents.get(current)
-    if isinstance(statement, cst.Assign) and statement.value is current \
+    if isinstance(statement, cst.Assign) and statement.value is current and not combined \
             and all(isinstance(t.target, cst.Subscript) for t in statement.targets):
-        return True  # ``positions[rows, 0] = value``: the store copies it to the destination's device
+        # ``positions[rows, 0] = value``: the store copies it to the destination's device (not an
+        # operand met before it: ``out[:, i] + torch.randn(n)`` fails before the store)
+        return True
     target = _target_of(metadata, current)
     if target is None:
         return False

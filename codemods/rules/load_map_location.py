@@ -300,6 +300,9 @@ class LoadMapLocation(Rule):
                 method = holder.attr.value
                 if method in ("to", "cuda", "cpu", "keys", "size", "shape", "dtype", "dim", "ndim", "numel"):
                     continue  # moved, or only its keys or shape read
+                if method == "state_dict" and isinstance(call, cst.Call) and call.func is holder:
+                    work.append(call)  # ``ckpt["model"].state_dict()``: the same tensors, followed in turn
+                    continue
                 if method in ("items", "values", "get") and isinstance(call, cst.Call) and call.func is holder:
                     first = call.args[0].value if method == "get" and call.args else None
                     key = first.evaluated_value if isinstance(first, cst.SimpleString) else None

@@ -590,6 +590,8 @@ class DeviceLookup:
         if method.name.value in construction_methods(place.klass):
             return None  # runs while the parameters are still on the CPU: ``model.to()`` places later
         tensor_param = self._method_tensor_input(function)
+        if tensor_param and _rebound_off_torch(function, tensor_param):
+            tensor_param = None  # ``feats = feats.cpu().numpy()``: no tensor to ask for a device any more
         if tensor_param and not _moves_its_parameters(function):
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
         receiver = _instance_parameter(method)
@@ -963,6 +965,20 @@ def _registered_buffer(klass: cst.ClassDef) -> str | None:
                         if isinstance(name, str) and name.isidentifier():
                             return name
     return None
+
+
+def _rebound_off_torch(function: cst.FunctionDef, name: str) -> bool:
+    """``name = name.cpu().numpy()`` (or ``.tolist()``, ``np.asarray(name)``) in ``function``: the
+    name holds a NumPy array or a list from there on (lightly's SMoG example clusters it)."""
+    for node in walk(function.body):
+        if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                for t in node.targets) and isinstance(node.value, cst.Call):
+            func = node.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("numpy", "tolist", "item"):
+                return True
+            if (dotted(func) or "").startswith(("np.", "numpy.")):
+                return True
+    return False
 
 
 def _sized_input(node: cst.CSTNode | None, function: cst.FunctionDef) -> cst.BaseExpression | None:

@@ -104,6 +104,8 @@ def _names_a_gpu(expr: cst.CSTNode) -> bool:
                 and side.evaluated_value.split(":")[0] == "cuda"
                 for side in (node.left, *(target.comparator for target in node.comparisons))):
             return True
+        if isinstance(node, cst.Comparison) and _device_ids_against_none(node):
+            return True  # ``if self.device_id == None: <CPU> else: <split over the GPUs listed>`` (face.evoLVe)
         if isinstance(node, cst.Subscript) and any(  # ``if cfg['use_gpu']:``, ``config['cuda']``
                 isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)
                 and isinstance(e.slice.value.evaluated_value, str)
@@ -114,6 +116,16 @@ def _names_a_gpu(expr: cst.CSTNode) -> bool:
         if "gpu" in name.lower() or "cuda" in name.lower():
             return True
     return False
+
+
+def _device_ids_against_none(comparison: cst.Comparison) -> bool:
+    """``device_id is None``, ``self.device_ids != None``: GPU ids the caller may leave out, the
+    author's switch between a CPU run and a run on the GPUs listed."""
+    sides = (comparison.left, *(target.comparator for target in comparison.comparisons))
+    names = [s.value if isinstance(s, cst.Name) else s.attr.value if isinstance(s, cst.Attribute) else None
+             for s in sides]
+    return len(sides) == 2 and "None" in names \
+        and any(n is not None and "device_id" in n.lower() for n in names)
 
 
 def _asserts_a_gpu(statement: cst.CSTNode) -> bool:

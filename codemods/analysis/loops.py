@@ -298,8 +298,8 @@ def unpacking(metadata: Mapping, statements: Sequence[cst.BaseStatement], name: 
 
 
 def _unpacked_names(statement: cst.BaseStatement, name: str) -> list[str] | None:
-    """``a, b = name`` / ``a = name[0]`` / ``a, b = name[0], name[1]`` (``a, b = name[0], None``: only
-    ``a``): the plain names bound to the batch."""
+    """``a, b = name`` / ``a = name[0]`` / ``a, b = name[0]`` / ``a, b = name[0], name[1]`` (``a, b =
+    name[0], None``: only ``a``): the plain names bound to the batch."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return None
     assign = statement.body[0]
@@ -307,6 +307,10 @@ def _unpacked_names(statement: cst.BaseStatement, name: str) -> list[str] | None
         return None
     targets = plain_names(assign.targets[0].target)
     value = assign.value
+    if _indexes(value, name) and isinstance(assign.targets[0].target, (cst.Tuple, cst.List)):
+        # ``x0, x1 = batch[0]``, ``(x0, m0), (x1, m1) = batch[0]``: the views of a batch whose labels
+        # go unused (lightly's examples)
+        return _nested_names(assign.targets[0].target)
     if targets is None:
         return None
     if isinstance(value, cst.Name) and value.value == name and isinstance(assign.targets[0].target, (cst.Tuple, cst.List)):
@@ -318,6 +322,21 @@ def _unpacked_names(statement: cst.BaseStatement, name: str) -> list[str] | None
             and all(_indexes(p, name) or isinstance(p, cst.Name) and p.value == "None" for p in parts):
         return [t for t, p in zip(targets, parts) if _indexes(p, name)]  # ``x, cond = batch[0], None``
     return None
+
+
+def _nested_names(target: cst.BaseExpression) -> list[str] | None:
+    """The names of ``(a, b), (c, d)``; None where a part is starred, an attribute or a subscript."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    names: list[str] = []
+    for element in target.elements:
+        inner = _nested_names(element.value) if isinstance(element, cst.Element) else None
+        if inner is None:
+            return None
+        names += inner
+    return names
 
 
 def _indexes(node: cst.CSTNode, name: str) -> bool:

@@ -125,6 +125,10 @@ def enclosing_place(metadata: Mapping, node: cst.CSTNode, facts: ClassFacts) -> 
             if function is None:
                 return Place(ScopeKind.MODULE)  # class body statements run at import time
             name = current.name.value
+            if "collate" in name.lower():
+                # ``class SimCLRCollateFunction(nn.Module)``: a module that runs as a DataLoader's
+                # ``collate_fn`` in its workers, on the samples' list (lightly): data-loading code
+                return Place(ScopeKind.DATA_CALLBACK, function, current)
             if name in facts.model_classes:
                 return Place(ScopeKind.MODEL_METHOD, function, current)
             if name in facts.dataset_classes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 import libcst as cst
-from libcst.metadata import Assignment, ComprehensionScope, GlobalScope, ParentNodeProvider, ScopeProvider
+from libcst.metadata import Assignment, ComprehensionScope, GlobalScope, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from .loops import find_loader
 from .names import dotted, keyword, positional, qualified_names
@@ -114,10 +114,11 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
         return in_source_order(metadata, [a.node for a in outer.references if isinstance(a.node, cst.Name)]) \
             if outer is not None else []  # type: ignore[return-value]
     start = line_of(metadata, name)
-    later = [line_of(metadata, b.node) for b in scope.assignments[name.value]
+    later = [b.node for b in scope.assignments[name.value]
              if isinstance(b, Assignment) and line_of(metadata, b.node) > start
              and not _other_branch(metadata, name, b.node)]  # ``if a: m = f() else: m = g()``: both reach on
-    end = min(later, default=float("inf"))
+    nearest = min(later, key=lambda n: line_of(metadata, n), default=None)
+    end = _statement_end(metadata, nearest) if nearest is not None else float("inf")
     uses = []
     for access in binding.references:
         if access.scope is not scope and any(a.scope is access.scope for a in access.scope.assignments[name.value]):
@@ -127,6 +128,16 @@ def uses_of_binding(metadata: Mapping, name: cst.Name) -> list[cst.Name]:
                 access.scope is not scope or start < line_of(metadata, access.node) <= end):
             uses.append(access.node)
     return in_source_order(metadata, uses)  # type: ignore[return-value]
+
+
+def _statement_end(metadata: Mapping, target: cst.CSTNode) -> int:
+    """The last line of ``target = value`` (its value may span lines and reads the old binding:
+    ``x = torch.roll(\n    x.reshape(h, w), ...)``); the target's own line for other bindings."""
+    parents = metadata[ParentNodeProvider]
+    holder = parents.get(target)
+    statement = parents.get(holder) if isinstance(holder, cst.AssignTarget) else None
+    position = metadata.get(PositionProvider, {}).get(statement) if isinstance(statement, cst.Assign) else None
+    return position.end.line if position is not None else line_of(metadata, target)
 
 
 def runs_only_through_its_methods(metadata: Mapping, name: cst.Name) -> bool:
@@ -464,6 +475,13 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
             return _stacked_and_placed(metadata, appended_to(parents, parent), depth, strict)
         elif strict:
             break
+        elif isinstance(parent, cst.Index):
+            # ``mask[ids] = True``: indices live where the tensor they index lives; where the author
+            # builds that tensor on the host and moves it later, the indices stay with it
+            element = parents.get(parent)
+            indexed = parents.get(element)
+            return isinstance(element, cst.SubscriptElement) and isinstance(indexed, cst.Subscript) \
+                and isinstance(indexed.value, cst.Name) and _indexed_tensor_placed(metadata, indexed.value, depth)
         elif isinstance(parent, (cst.UnaryOperation, cst.BinaryOperation)):
             if isinstance(parent, cst.BinaryOperation):
                 other = parent.right if parent.left is current else parent.left
@@ -497,6 +515,13 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
         uses = [u for u in uses if not _metadata_read(parents, u) and not _number_stored(parents, u)]
         return bool(uses) and all(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
     return any(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
+
+
+def _indexed_tensor_placed(metadata: Mapping, name: cst.Name, depth: int) -> bool:
+    """Does a value bound to ``name`` (the tensor some indices index) reach the author's move?"""
+    bindings = scope_bindings(metadata[ScopeProvider].get(name), name.value)
+    return any(value is not None and _reaches_placement(metadata, value, depth + 1)
+               for value in (assigned_value(metadata, b.node) for b in bindings))
 
 
 def scalar_operand(metadata: Mapping, call: cst.Call) -> bool:

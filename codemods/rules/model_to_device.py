@@ -17,7 +17,8 @@ built, before an optimizer is made from its parameters, is the expert fix.
   wrapping; the shared device is the wrong one for every rank but 0, so this is
   reported, not rewritten.
 - Loss modules built with a ``weight=`` / ``pos_weight=`` tensor move too: those
-  tensors are buffers. Losses without one are left alone.
+  tensors are buffers. Losses without one are left alone, and so is a module class of the
+  file that holds no parameter, buffer or stateful layer (``.to()`` would move nothing).
 - The model's group moves with it (``analysis/groups.py``): held-out data fed to the model
   or combined with its output (a slice of a dataset's storage, an item of a Dataset,
   ``points, labels = dataset[i]``, a ``.type(torch.FloatTensor)`` cast, ``torch.from_numpy``)
@@ -267,7 +268,7 @@ class ModelToDevice(Rule):
         return False
 
     def _model_needs_move(self, assign, call: cst.Call, name: str) -> bool:
-        if holds_no_tensors(self.metadata, call):
+        if holds_no_tensors(self.metadata, call, self.facts):
             return False  # ``nn.Softmax(dim=0)``: nothing to move
         if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign) \
                 or self._never_runs(assign) or self._may_be_none(assign) or self._rebuilt_later(assign, name) \
@@ -608,11 +609,13 @@ class ModelToDevice(Rule):
     INVALID = [
         # module-level script: moved before the optimizer takes its parameters
         Invalid(
-            "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n\n"
+            "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.fc = nn.Linear(2, 2)\n\n    def forward(self, x):\n        return self.fc(x)\n\n"
             "model = Net()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
             "import torch\nimport torch.nn as nn\n\n"
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
-            "class Net(nn.Module):\n    def forward(self, x):\n        return x\n\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.fc = nn.Linear(2, 2)\n\n    def forward(self, x):\n        return self.fc(x)\n\n"
             "model = Net().to(device)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
         ),
         # everything in main(), aliased imports, a loss with a class-weight tensor

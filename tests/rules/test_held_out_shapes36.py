@@ -3,6 +3,7 @@ reports left open by the thirty-fifth. Each test fails on the code the run measu
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from all_rules_support import project_reports, run
@@ -139,3 +140,170 @@ def test_lengths_sized_in_a_library_method_are_no_input_device():
     assert _sized_input(cst.parse_expression("torch.zeros(lengths.shape[0], 4)"), function) is None
     found = _sized_input(cst.parse_expression("torch.zeros(x.size(0), 4)"), function)
     assert found is not None and cst.Module([]).code_for_node(found) == "x.device"
+
+
+_MASKS = """\
+    import torch
+
+
+    def window_masks(rows, cells, lead=1, shuffle=True, device=None):
+        # built row by row on the host, moved once at the end
+        head = torch.arange(lead)
+        kept = []
+        for _ in range(rows):
+            shown = torch.zeros(cells, dtype=torch.bool)
+            board = torch.zeros(cells, dtype=torch.bool)
+            board[: cells // 2] = True
+            chosen = board.nonzero().flatten()[: cells // 3]
+            shown[chosen] = True
+            if shuffle:
+                shown = torch.roll(
+                    shown.reshape(1, cells),
+                    shifts=(0, 1),
+                    dims=(0, 1),
+                ).flatten()
+            kept.append(torch.cat([head, shown.nonzero().flatten() + lead]))
+        return torch.stack(kept).to(device)
+"""
+
+
+def test_a_host_mask_builder_given_a_device_by_its_caller_keeps_every_piece_on_the_host(tmp_path: Path):
+    # lightly's ``random_inverse_block_mask`` (CAPI): masks built per row on the CPU and moved once at the
+    # end with the caller's ``device=``. devmod moved the row mask (read after a rebinding that spans
+    # lines, ``shown = torch.roll(\\n shown.reshape(...), ...)``) and the board whose indices index it, but
+    # not ``head``: ``torch.cat`` then mixed devices, and CPU ``shown`` indexed by GPU ids failed.
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='masking')\n")
+    reports = project_reports(tmp_path, {"masking/__init__.py": "", "masking/masks.py": _MASKS, "train.py": """\
+        import torch
+        from masking.masks import window_masks
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        x = torch.rand(2, 9, 4, device=device)
+        print(window_masks(x.shape[0], x.shape[1] - 1, device=x.device).shape)
+    """})
+    assert not reports["masking/masks.py"].diff
+    assert not reports["masking/masks.py"].findings
+
+
+def test_a_collate_module_keeps_its_labels_on_the_host(tmp_path: Path):
+    # lightly's ``BaseCollateFunction(nn.Module).forward(batch)``: ``batch`` is the DataLoader's list of
+    # samples; ``torch.LongTensor([item[1] for item in batch])`` got ``.to(batch.device)``, an
+    # AttributeError on every machine. A collate module runs in the loader's workers: data-loading code.
+    reports = project_reports(tmp_path, {"collate.py": """\
+        from typing import List, Tuple
+
+        import torch
+        from torch import nn
+
+
+        class TwoViewCollate(nn.Module):
+            def __init__(self, augment):
+                super().__init__()
+                self.augment = augment
+
+            def forward(self, samples: List[Tuple[torch.Tensor, int]]):
+                half = len(samples)
+                views = [self.augment(samples[k % half][0]).unsqueeze_(0) for k in range(2 * half)]
+                marks = torch.LongTensor([s[1] for s in samples])
+                return (torch.cat(views[:half]), torch.cat(views[half:])), marks
+    """})
+    assert not reports["collate.py"].diff
+    assert not reports["collate.py"].findings
+
+
+def test_an_input_turned_into_a_numpy_array_names_no_device():
+    # lightly's SMoG example: ``features = features.cpu().numpy()`` in a model method whose parameter is
+    # annotated as a tensor; ``torch.from_numpy(...)`` then got ``.to(features.device)`` (an
+    # AttributeError on NumPy 1.x, a no-op on 2.x). The model's own device is asked instead.
+    output, _ = run("""\
+        import numpy as np
+        import torch
+        from torch import nn
+
+
+        class Grouper(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.k = k
+                self.proj = nn.Linear(4, 4)
+
+            def centres(self, feats: torch.Tensor) -> torch.Tensor:
+                feats = feats.cpu().numpy()
+                picked = feats[np.random.default_rng(0).choice(len(feats), self.k)]
+                return self.proj(torch.from_numpy(picked).float())
+    """)
+    assert "feats.device" not in output
+    assert "torch.from_numpy(picked).to(next(self.parameters()).device).float()" in output
+
+
+def test_views_unpacked_from_one_index_of_the_batch_and_moved_by_hand_are_not_reported():
+    # lightly's examples: ``x0, x1 = batch[0]`` (or ``(x0, m0), (x1, m1) = batch[0]``), each view moved
+    # with ``.to(device)``: 24 false DM203 reports ("indexed in several places"), and 6 false DM202
+    # reports on the losses beside them; a loss class of the file that holds no tensor is not moved.
+    source = """\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+
+        class Pair(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(4, 2)
+
+            def forward(self, a, m):
+                return self.net(a * m)
+
+
+        class Gap(nn.Module):
+            def forward(self, a, b):
+                return (a - b).abs().mean()
+
+
+        model = Pair()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model.to(device)
+        crit = Gap()
+        data = TensorDataset(torch.rand(8, 2, 2, 4), torch.zeros(8))
+        loader = DataLoader(data, batch_size=4, collate_fn=lambda s: (torch.stack([t[0] for t in s]).unbind(1), None))
+        for item in loader:
+            (x0, m0), (x1, m1) = item[0]
+            x0 = x0.to(device)
+            m0 = m0.to(device)
+            x1 = x1.to(device)
+            m1 = m1.to(device)
+            print(crit(model(x0, m0), model(x1, m1)).item())
+    """
+    output, unfixed = run(source)
+    assert not unfixed
+    assert output == textwrap.dedent(source)
+
+
+def test_cuda_index_under_a_device_ids_against_none_switch_is_not_reported():
+    # face.evoLVe's heads: ``if self.device_id == None: <CPU> else: <weight split over the listed GPUs
+    # with .cuda(self.device_id[i])>``: 30 false DM103 reports ("whatever the run"); the same code with
+    # the switch named ``gpu_ids`` was already left alone.
+    output, unfixed = run("""\
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class SplitHead(nn.Module):
+            def __init__(self, d_in, d_out, device_id=None):
+                super().__init__()
+                self.device_id = device_id
+                self.w = nn.Parameter(torch.randn(d_out, d_in))
+
+            def forward(self, x):
+                if self.device_id is None:
+                    return F.linear(x, self.w)
+                parts = torch.chunk(self.w, len(self.device_id), dim=0)
+                out = F.linear(x.cuda(self.device_id[0]), parts[0].cuda(self.device_id[0]))
+                for i in range(1, len(self.device_id)):
+                    piece = F.linear(x.cuda(self.device_id[i]), parts[i].cuda(self.device_id[i]))
+                    out = torch.cat((out, piece.cuda(self.device_id[0])), dim=1)
+                return out
+    """)
+    assert not unfixed
+    assert ".cuda(self.device_id[0])" in output

@@ -28,6 +28,10 @@ table. Only the clearly visible cases:
 
 Left alone: buffers, tables created with ``device=`` or moved, indices that are
 parameters or attributes (unknown), and files that set a default device.
+
+Also reported: ``table[k - 1].to(t.device)`` where the index is computed from ``t`` (score_sde's
+``discretize``): the author moves the result to ``t``'s device, so ``t`` is expected off the CPU,
+and the lookup fails before the move; ``table.to(t.device)[k - 1]`` works on any device.
 """
 
 from __future__ import annotations
@@ -78,6 +82,12 @@ class CudaIndexCpuTensor(Rule):
                 continue
             if _may_be_on_device(facts, node.slice, 0, set()):
                 return True
+        for call in facts.nodes(ast.Call):  # ``table[i].to(t.device)``: moved after the lookup
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "to" and isinstance(func.value, ast.Subscript) \
+                    and call.args and isinstance(call.args[0], ast.Attribute) and call.args[0].attr == "device" \
+                    and _may_be_cpu_table(func.value.value):
+                return True
         return False
 
     def visit_Module(self, node: cst.Module) -> bool:
@@ -88,13 +98,40 @@ class CudaIndexCpuTensor(Rule):
         if self._default_device or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
             return
         index = node.slice[0].slice.value
-        if not self._on_device(index, 0) or not self._on_cpu(node.value, 0):
+        owner = None if self._on_device(index, 0) else self._moved_to_the_index_device(node, index)
+        if (owner is None and not self._on_device(index, 0)) or not self._on_cpu(node.value, 0):
             return
         table, idx = code_of(node.value), code_of(index)
+        if owner is not None:
+            self.report(node, f"`{table}` is on the CPU but the index `{idx}` comes from `{owner}`, whose device the "
+                              f"result is moved to: with `{owner}` on a GPU the lookup fails before the move; move "
+                              f"the table first (`{table}.to({owner}.device)[{idx}]`)")
+            return
         where = ("register it as a buffer (`self.register_buffer(...)`) or create it with `device=`"
                  if self._in_model(node) else "create it on the device (`device=`) or move it with `.to(device)`")
         self.report(node, f"`{table}` is on the CPU but the index `{idx}` is on the device: indexing fails on a "
                           f"GPU; {where}")
+
+    def _moved_to_the_index_device(self, subscript: cst.Subscript, index: cst.BaseExpression) -> str | None:
+        """``table[k - 1].to(t.device)`` where ``k`` is computed from ``t`` (score_sde's
+        ``discretize``): the author expects ``t`` off the CPU, and its indices with it. The name ``t``."""
+        parents = self.metadata[ParentNodeProvider]
+        attribute = parents.get(subscript)
+        call = parents.get(attribute)
+        if not (isinstance(attribute, cst.Attribute) and attribute.value is subscript and attribute.attr.value == "to"
+                and isinstance(call, cst.Call) and call.func is attribute and call.args):
+            return None
+        target = call.args[0].value
+        if not (isinstance(target, cst.Attribute) and target.attr.value == "device" and isinstance(target.value, cst.Name)):
+            return None
+        owner = target.value.value
+        if owner in {n.value for n in nodes_of(index, cst.Name)}:
+            return owner
+        for name in nodes_of(index, cst.Name):
+            values = self._bound_values(name, same_scope=True)
+            if values and all(owner in {n.value for n in nodes_of(v, cst.Name)} for v in values):
+                return owner  # ``k = (t * (n - 1)).long()``
+        return None
 
     def _in_model(self, node: cst.CSTNode) -> bool:
         klass = next((p for p in ancestors(self.metadata, node) if isinstance(p, cst.ClassDef)), None)
@@ -239,6 +276,11 @@ class CudaIndexCpuTensor(Rule):
               "    betas = betas.to(device)\n    t = torch.randint(0, 10, (4,), device=device)\n    return betas[t]\n"),
     ]
     INVALID = [
+        # Looked up, then moved to the device of the value the index comes from.
+        Invalid("import torch\n\nclass Schedule:\n    def __init__(self, n):\n        self.n = n\n"
+                "        self.levels = torch.linspace(0.01, 1.0, n)\n\n    def step(self, x, t):\n"
+                "        k = (t * (self.n - 1)).long()\n        prev = self.levels[k - 1].to(t.device)\n"
+                "        return x * prev[:, None]\n"),
         Invalid("import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
                 "betas = torch.linspace(1e-4, 0.02, 1000)\nalphas_cumprod = torch.cumprod(1.0 - betas, dim=0)\n\n"
                 "def noisy(x0, noise):\n    t = torch.randint(0, 1000, (x0.shape[0],), device=device)\n"

@@ -307,3 +307,26 @@ def test_cuda_index_under_a_device_ids_against_none_switch_is_not_reported():
     """)
     assert not unfixed
     assert ".cuda(self.device_id[0])" in output
+
+
+def test_a_cpu_table_looked_up_with_indices_from_a_value_then_moved_to_its_device_is_reported():
+    # score_sde's ``discretize``: ``timestep = (t * (N - 1) / T).long()`` then
+    # ``self.discrete_sigmas[timestep - 1].to(t.device)``, a CPU table in a plain class: with ``t`` on a
+    # GPU the lookup fails before the move (missed by the 36th run; ``verify`` named DM405).
+    _, unfixed = run("""\
+        import torch
+
+
+        class Noise:
+            def __init__(self, steps):
+                self.steps = steps
+                self.sigmas = torch.exp(torch.linspace(-3.0, 2.0, steps))
+
+            def pair(self, x, t):
+                step = (t * (self.steps - 1)).long()
+                now = self.sigmas.to(t.device)[step]
+                before = torch.where(step == 0, torch.zeros_like(t), self.sigmas[step - 1].to(t.device))
+                return x * (now - before)[:, None]
+    """)
+    assert [f.code for f in unfixed] == ["DM405"]
+    assert "self.sigmas.to(t.device)[step - 1]" in unfixed[0].message

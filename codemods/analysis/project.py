@@ -804,6 +804,14 @@ class ProjectIndex:
                     visible[local] = (owner.path, name)
         for name in (*summary.functions, *summary.class_bases):
             visible[name] = (summary.path, name)
+        # Definitions named through a module: ``import models.blocks as blocks`` (``blocks.Block``), and
+        # ``import models.shared_base`` then ``class RNN(models.shared_base.SharedModel)`` (ENAS)
+        dotted_modules = {local: module for local, module in summary.module_aliases.items() if local != module}
+        dotted_modules.update({module: module for module in summary.imports
+                               if "." in module and summary.module_aliases.get(module.split(".")[0]) == module.split(".")[0]})
+        for local, module in dotted_modules.items():
+            for owner, name in self._exported(module):
+                visible.setdefault(f"{local}.{name}", (owner.path, name))
         return visible
 
     def _star_variables(self, summary: _Summary, seen: set[str] | None = None) -> set[str]:

@@ -330,3 +330,39 @@ def test_a_cpu_table_looked_up_with_indices_from_a_value_then_moved_to_its_devic
     """)
     assert [f.code for f in unfixed] == ["DM405"]
     assert "self.sigmas.to(t.device)[step - 1]" in unfixed[0].message
+
+
+def test_a_model_class_whose_base_is_named_through_its_module_path_is_a_model(tmp_path: Path):
+    # ENAS: ``import models.shared_base`` then ``class RNN(models.shared_base.SharedModel)``: the class was
+    # "neither a model nor driver code", so ``torch.FloatTensor(mask).cuda()`` in its forward was reported
+    # with a wrong reason instead of taking the input's device (as it does with ``from ... import``).
+    reports = project_reports(tmp_path, {"nets/__init__.py": "", "nets/base.py": """\
+        import torch
+
+
+        class Base(torch.nn.Module):
+            def width(self):
+                return 3
+    """, "nets/cell.py": """\
+        import numpy as np
+        import torch
+        import nets.base
+
+
+        class Cell(nets.base.Base):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(3, 3)
+
+            def forward(self, h):
+                h = self.lin(h)
+                return h * torch.FloatTensor(np.ones(h.size())).cuda()
+    """, "run.py": """\
+        import torch
+        from nets.cell import Cell
+
+        if __name__ == "__main__":
+            print(Cell()(torch.zeros(2, 3)).shape)
+    """})
+    assert not [f for f in reports["nets/cell.py"].findings if not f.fixed]
+    assert "torch.FloatTensor(np.ones(h.size())).to(h.device)" in reports["nets/cell.py"].diff

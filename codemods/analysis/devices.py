@@ -509,6 +509,15 @@ class DeviceLookup:
         if self.chosen_conditionally and kind in (ScopeKind.MODULE, ScopeKind.FUNCTION):
             return (f"the file assigns `{self.shared_name}` only inside a conditional block, so code "
                     "outside it deliberately stays on the CPU; place this tensor by hand")
+        place = self.place(node)
+        if kind is ScopeKind.DATA_METHOD and place.function is not None and place.klass is not None \
+                and place.function.name.value not in _LOADER_PROTOCOL \
+                and not _called_on_self(place.klass, place.function.name.value):
+            # ``EvalSet.predict_flipped(self, model, image)`` (DEQ): a Dataset's own helper that runs
+            # a model, not what its DataLoader calls
+            return (f"this runs in `{place.function.name.value}`, a method of a Dataset class that its DataLoader "
+                    "does not call, and devmod places nothing there; use the device of a tensor it works on "
+                    "(e.g. `x.device`)")
         if kind in (ScopeKind.DATA_METHOD, ScopeKind.DATA_CALLBACK):
             return ("this runs in data-loading code (Dataset or collate function), where tensors must stay "
                     "on the CPU; move the batch in the training loop instead")
@@ -965,6 +974,17 @@ def _registered_buffer(klass: cst.ClassDef) -> str | None:
                         if isinstance(name, str) and name.isidentifier():
                             return name
     return None
+
+
+# What a DataLoader (and its workers) call on a Dataset, directly or through ``__getitem__``'s helpers
+_LOADER_PROTOCOL = frozenset({"__getitem__", "__iter__", "__next__", "__len__", "__init__", "__getitems__",
+                              "collate_fn", "collate"})
+
+
+def _called_on_self(klass: cst.ClassDef, name: str) -> bool:
+    """``self.<name>(...)`` somewhere in the class (a helper of ``__getitem__``, say)."""
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == name
+               and isinstance(n.func.value, cst.Name) and n.func.value.value == "self" for n in walk(klass.body))
 
 
 def _rebound_off_torch(function: cst.FunctionDef, name: str) -> bool:

@@ -366,3 +366,35 @@ def test_a_model_class_whose_base_is_named_through_its_module_path_is_a_model(tm
     """})
     assert not [f for f in reports["nets/cell.py"].findings if not f.fixed]
     assert "torch.FloatTensor(np.ones(h.size())).to(h.device)" in reports["nets/cell.py"].diff
+
+
+def test_a_dataset_helper_that_runs_a_model_is_not_called_data_loading_code():
+    # DEQ's segmentation Dataset has an inference helper (``multi_scale_inference(self, model, image)``)
+    # with a ``.cuda()``: the true report said it "runs in data-loading code, where tensors must stay on
+    # the CPU", which is not so; a method its DataLoader never calls gets the plain reason.
+    _, unfixed = run("""\
+        import numpy as np
+        import torch
+        from torch.utils import data
+
+
+        class Frames(data.Dataset):
+            def __init__(self, n):
+                self.items = [np.zeros((3, 4, 4), dtype=np.float32) for _ in range(n)]
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, k):
+                return self._read(k)
+
+            def _read(self, k):
+                return torch.from_numpy(self.items[k])
+
+            def mirrored(self, model, image):
+                flipped = model(torch.flip(image, dims=[-1])).cpu().numpy()
+                return model(image) + torch.from_numpy(flipped[..., ::-1].copy()).cuda()
+    """)
+    assert [f.code for f in unfixed] == ["DM103"]
+    assert "data-loading code" not in unfixed[0].message
+    assert "`mirrored`, a method of a Dataset class that its DataLoader does not call" in unfixed[0].message

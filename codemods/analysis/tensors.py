@@ -485,7 +485,7 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
         elif isinstance(parent, (cst.UnaryOperation, cst.BinaryOperation)):
             if isinstance(parent, cst.BinaryOperation):
                 other = parent.right if parent.left is current else parent.left
-                combined = combined or not is_number(other, named_constants=True)
+                combined = combined or _may_be_placed(metadata, other)
             current = parent
         elif isinstance(parent, (cst.Arg, cst.Element)):
             holder = parents.get(parent)
@@ -497,7 +497,10 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
                     or any(n.startswith(_MATH_NAMESPACES) for n in qualified_names(metadata, holder.func))
                     or (isinstance(holder.func, cst.Attribute) and holder.func.attr.value in _COMBINING_METHODS)):
                 return False
-            combined = True
+            others = [e.value for a in holder.args for e in (a.value.elements if isinstance(a.value, (cst.Tuple, cst.List))
+                                                              else [a]) if e is not parent]
+            combined = combined or any(_may_be_placed(metadata, o) for o in others
+                                       if not any(n is current for n in walk(o)))
             current = holder  # ``torch.outer(pos, freqs)``, ``pos.mul(freqs)``: computed from it
         else:
             break
@@ -515,6 +518,15 @@ def _reaches_placement(metadata: Mapping, node: cst.CSTNode, depth: int, strict:
         uses = [u for u in uses if not _metadata_read(parents, u) and not _number_stored(parents, u)]
         return bool(uses) and all(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
     return any(_reaches_placement(metadata, use, depth + 1, strict) for use in uses)
+
+
+def _may_be_placed(metadata: Mapping, operand: cst.BaseExpression) -> bool:
+    """Could ``operand`` live off the CPU? Not a number, nor a factory with no ``device=`` (the
+    other pieces of ``torch.cat([torch.full(...), torch.full(...)])``)."""
+    if is_number(operand, named_constants=True):
+        return False
+    return not (isinstance(operand, cst.Call) and factory_name(metadata, operand) is not None
+                and keyword(operand, "device") is None)
 
 
 def _indexed_tensor_placed(metadata: Mapping, name: cst.Name, depth: int) -> bool:

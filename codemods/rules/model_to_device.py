@@ -17,8 +17,7 @@ built, before an optimizer is made from its parameters, is the expert fix.
   wrapping; the shared device is the wrong one for every rank but 0, so this is
   reported, not rewritten.
 - Loss modules built with a ``weight=`` / ``pos_weight=`` tensor move too: those
-  tensors are buffers. Losses without one are left alone, and so is a module class of the
-  file that holds no parameter, buffer or stateful layer (``.to()`` would move nothing).
+  tensors are buffers. Losses without one are left alone.
 - The model's group moves with it (``analysis/groups.py``): held-out data fed to the model
   or combined with its output (a slice of a dataset's storage, an item of a Dataset,
   ``points, labels = dataset[i]``, a ``.type(torch.FloatTensor)`` cast, ``torch.from_numpy``)
@@ -268,7 +267,7 @@ class ModelToDevice(Rule):
         return False
 
     def _model_needs_move(self, assign, call: cst.Call, name: str) -> bool:
-        if holds_no_tensors(self.metadata, call, self.facts):
+        if holds_no_tensors(self.metadata, call):
             return False  # ``nn.Softmax(dim=0)``: nothing to move
         if places_itself(call) or self._moved(assign, name) or self._only_a_template(assign) \
                 or self._never_runs(assign) or self._may_be_none(assign) or self._rebuilt_later(assign, name) \

@@ -30,10 +30,12 @@ def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
             return True  # ``if args.use_cpu: ... else: x = x.cuda()``
         if isinstance(parent, cst.FunctionDef) and any(_names_a_gpu(d.decorator) for d in parent.decorators):
             return True
+        if isinstance(parent, cst.FunctionDef) and _gpu_twin_of_a_cpu_function(metadata, parent):
+            return True  # ``def load_gpu(fp)`` beside ``def load_cpu(fp)``: the caller picks one (3DDFA)
         if isinstance(parent, (cst.IndentedBlock, cst.Module)):
             above = parent.body[: next((i for i, s in enumerate(parent.body) if s is child), 0)]
             if any(isinstance(s, cst.If) and s.orelse is None and _names_a_gpu(s.test) and _exits(s.body)
-                   or _asserts_a_gpu(s) for s in above):
+                   or _asserts_a_gpu(s) or _sets_the_cuda_device(s) for s in above):
                 return True
         child = parent
     return False
@@ -101,7 +103,7 @@ def _names_a_gpu(expr: cst.CSTNode) -> bool:
             return True  # ``if not args.use_cpu:`` (Pointnet2's scripts)
         if isinstance(node, cst.Comparison) and any(
                 isinstance(side, cst.SimpleString) and isinstance(side.evaluated_value, str)
-                and side.evaluated_value.split(":")[0] == "cuda"
+                and (side.evaluated_value.split(":")[0] == "cuda" or side.evaluated_value.lower() == "gpu")
                 for side in (node.left, *(target.comparator for target in node.comparisons))):
             return True
         if isinstance(node, cst.Comparison) and _device_ids_against_none(node):
@@ -126,6 +128,29 @@ def _device_ids_against_none(comparison: cst.Comparison) -> bool:
              for s in sides]
     return len(sides) == 2 and "None" in names \
         and any(n is not None and "device_id" in n.lower() for n in names)
+
+
+def _sets_the_cuda_device(statement: cst.CSTNode) -> bool:
+    """``torch.cuda.set_device(gpu_ids[0])`` as a statement of its own: nothing below runs without a
+    GPU, and a bare ``.cuda()`` there goes to the device it set (3DDFA's benchmark helpers)."""
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+        and (code_of(small.value.func) == "torch.cuda.set_device" or code_of(small.value.func).endswith(".cuda.set_device"))
+        for small in statement.body)
+
+
+def _gpu_twin_of_a_cpu_function(metadata: Mapping, function: cst.FunctionDef) -> bool:
+    """A function named for the GPU next to its CPU twin (``_load_gpu`` and ``_load_cpu``)."""
+    name = function.name.value
+    lower = name.lower()
+    word = "gpu" if "gpu" in lower else "cuda" if "cuda" in lower else None
+    holder = metadata[ParentNodeProvider].get(function)
+    if word is None or not isinstance(holder, (cst.Module, cst.IndentedBlock)):
+        return False
+    start = lower.index(word)
+    twin = (name[:start] + ("CPU" if name[start:start + len(word)].isupper() else "cpu")
+            + name[start + len(word):])
+    return any(isinstance(s, cst.FunctionDef) and s.name.value == twin for s in holder.body)
 
 
 def _asserts_a_gpu(statement: cst.CSTNode) -> bool:

@@ -651,7 +651,8 @@ def _through_numpy(metadata: Mapping, body: cst.BaseSuite, names: Sequence[str])
 
 
 def _parts_of(body: cst.BaseSuite, name: str) -> list[str]:
-    """Names bound to ``name[...]`` at the top of a loop body (``x, y = batch["x"], batch["y"]``)."""
+    """Names bound to ``name[...]`` at the top of a loop body (``x, y = batch["x"], batch["y"]``), or to
+    a helper's pick of one key (``img = get_input(batch, "image")``)."""
     parts: list[str] = []
     for statement in getattr(body, "body", ()):
         for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
@@ -667,6 +668,10 @@ def _parts_of(body: cst.BaseSuite, name: str) -> list[str]:
                 if isinstance(left, cst.Name) and isinstance(right, cst.Subscript) \
                         and isinstance(right.value, cst.Name) and right.value.value == name:
                     parts.append(left.value)
+                elif isinstance(left, cst.Name) and isinstance(right, cst.Call) and any(
+                        isinstance(a.value, cst.Name) and a.value.value == name for a in right.args) and any(
+                        isinstance(a.value, cst.SimpleString) for a in right.args):
+                    parts.append(left.value)  # ``img = get_input(batch, "image")`` (taming's scripts)
     return parts
 
 

@@ -399,3 +399,102 @@ def test_a_dataset_helper_that_runs_a_model_is_not_called_data_loading_code():
     assert [f.code for f in unfixed] == ["DM103"]
     assert "data-loading code" not in unfixed[0].message
     assert "`mirrored`, a method of a Dataset class that its DataLoader does not call" in unfixed[0].message
+
+
+# -- the 37th run (first pass on 8f79b67) -------------------------------------------------------------
+
+
+def test_a_dict_batch_whose_one_tensor_a_helper_picks_and_the_author_moves_is_left_alone():
+    # taming-transformers' extract_segmentation: ``img = get_input(batch, "image")`` then ``img.cuda()``;
+    # devmod added ``batch = {k: v.to(device) for k, v in batch.items()}`` to a batch that also holds lists
+    # of file paths (an AttributeError on every machine). A helper's pick of one key is a part of the batch.
+    output, unfixed = run("""\
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Named(Dataset):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                return {"pixels": torch.rand(6, 6, 3), "path": "img%d.png" % i}
+
+
+        def pick(batch, key):
+            return batch[key].permute(0, 3, 1, 2).float()
+
+
+        def run_all(loader, net):
+            for step, batch in enumerate(loader):
+                pic = pick(batch, "pixels")
+                pic = pic.cuda()
+                print(batch["path"][0], tuple(net(pic).shape))
+
+
+        if __name__ == "__main__":
+            run_all(DataLoader(Named(), batch_size=1), torch.nn.Conv2d(3, 2, 3).cuda())
+    """)
+    assert not unfixed
+    assert "batch.items()" not in output
+    assert "pic = pic.to(device)" in output
+
+
+def test_cuda_below_an_unconditional_set_device_is_gpu_only_by_design(tmp_path: Path):
+    # 3DDFA's benchmark helpers: ``torch.cuda.set_device(ids[0])`` then ``DataParallel(..., device_ids=ids)
+    # .cuda()`` and ``batch.cuda()`` in an imported function: it runs only where there is a GPU (false DM103).
+    reports = project_reports(tmp_path, {"scoring.py": """\
+        import torch
+        import torch.nn as nn
+
+
+        def score_all(batches, gpu_ids=[0]):
+            torch.cuda.set_device(gpu_ids[0])
+            net = nn.DataParallel(nn.Linear(4, 2), device_ids=gpu_ids).cuda()
+            scores = []
+            with torch.no_grad():
+                for batch in batches:
+                    scores.append(net(batch.cuda()).cpu())
+            return scores
+    """, "bench.py": """\
+        import torch
+        from scoring import score_all
+
+        if __name__ == "__main__":
+            print(score_all([torch.rand(2, 4)])[0].shape)
+    """})
+    assert not reports["scoring.py"].findings
+    assert not reports["scoring.py"].diff
+
+
+def test_a_mode_string_compared_with_gpu_is_the_callers_switch_and_a_gpu_twin_is_by_design(tmp_path: Path):
+    # 3DDFA's utils/io.py: ``elif mode.lower() == 'gpu': return ....cuda()`` under the caller's own switch,
+    # and ``def read_gpu(fp)`` beside ``def read_cpu(fp)``: false DM103 reports.
+    reports = project_reports(tmp_path, {"arrays.py": """\
+        import numpy as np
+        import torch
+
+
+        def read(path, mode="cpu"):
+            if mode.lower() == "cpu":
+                return torch.from_numpy(np.load(path))
+            elif mode.lower() == "gpu":
+                return torch.from_numpy(np.load(path)).cuda()
+
+
+        def read_cpu(path):
+            return torch.from_numpy(np.load(path))
+
+
+        def read_gpu(path):
+            return torch.from_numpy(np.load(path)).cuda()
+    """, "use.py": """\
+        import numpy as np
+        from arrays import read, read_cpu
+
+        if __name__ == "__main__":
+            np.save("w.npy", np.ones(3, dtype=np.float32))
+            print(read("w.npy").sum(), read_cpu("w.npy").sum())
+    """})
+    assert not reports["arrays.py"].findings
+    assert not reports["arrays.py"].diff

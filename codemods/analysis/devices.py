@@ -737,7 +737,20 @@ def _used_as_container(function: cst.FunctionDef, name: str) -> bool:
         elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name \
                 and node.attr.value in _MAPPING_METHODS:
             return True
-    return False
+    return _only_counted(function, name)
+
+
+def _only_counted(function: cst.FunctionDef, name: str) -> bool:
+    """``torch.randn(len(sentences), 8)`` and nothing else of ``sentences``: a stand-in encoder of a
+    list of strings (pytorch-metric-learning's tests); a tensor input would be computed on."""
+    counted = seen = 0
+    for node in walk(function.body):
+        if isinstance(node, cst.Call) and dotted(node.func) == "len" and len(node.args) == 1 \
+                and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == name:
+            counted += 1
+        elif isinstance(node, cst.Name) and node.value == name:
+            seen += 1
+    return counted > 0 and seen == counted
 
 
 def _used_as_tensor(function: cst.FunctionDef, attributes: frozenset[str] = _TORCH_ONLY_ATTRIBUTES) -> str | None:

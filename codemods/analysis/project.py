@@ -293,7 +293,24 @@ def _places_itself_when_built(klass: ast.ClassDef) -> bool:
                 and n.func.value.value.id == "self" and n.func.attr == "to" and n.args \
                 and any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(n.args[0])):
             return True
-    return False
+    return _sends_inputs_to_its_own_device(klass, init, params)
+
+
+def _sends_inputs_to_its_own_device(klass: ast.ClassDef, init: ast.FunctionDef, params: set[str]) -> bool:
+    """``self.device = device`` from ``__init__``'s parameter (default ``'cpu'``), and a method that
+    sends what it is given there (``state.to(self.device)``, learn2learn's RL policies): moved alone
+    to another device, the model would get its inputs on the old one."""
+    def is_self_device(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "device" \
+            and isinstance(node.value, ast.Name) and node.value.id == "self"
+    if not any(isinstance(n, ast.Assign) and any(is_self_device(t) for t in n.targets)
+               and isinstance(n.value, ast.Name) and n.value.id in params for n in ast_nodes(init)):
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to"
+               and not (isinstance(n.func.value, ast.Name) and n.func.value.id == "self")
+               and any(is_self_device(a) for a in (*n.args, *(k.value for k in n.keywords)))
+               for method in klass.body if isinstance(method, ast.FunctionDef) and method is not init
+               for n in ast_nodes(method))
 
 
 def _grow(found: set[str], functions: list, holds: Callable[[ast.AST], bool]) -> None:

@@ -183,6 +183,8 @@ class ModelToDevice(Rule):
         if group is not None and group.cpu_by_design:
             return updated  # the author's own design keeps it on the CPU: nothing to report
         if group is not None and group.blocked:
+            if holds_no_tensors(self.metadata, value, self.facts):
+                return updated  # a module with no parameter or buffer: nothing of it needs a device
             self.report(original, f"model `{name}` and its data stay where they are: {group.why()}; "
                                   "move them together by hand")
             return updated

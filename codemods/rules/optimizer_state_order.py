@@ -24,7 +24,8 @@ between them, which only the author can judge.
 - Also where the model is moved later by a function of the project it is handed to
   (``train(model, optimizer)`` whose ``train`` does ``model = model.cuda()``), as the project index
   records the parameters each function moves.
-- Left alone: models moved anywhere before the load (also ``Net().to(device)`` where
+- Left alone: state the author moves after loading it (a loop over ``optimizer.state.values()``
+  that moves its tensors), models moved anywhere before the load (also ``Net().to(device)`` where
   built), ``.to("cpu")`` and dtype-only ``.to(...)``, and optimizers devmod cannot trace
   to ``model.parameters()``.
 """
@@ -73,6 +74,8 @@ class OptimizerStateOrder(Rule):
         moves = [m for m in moves_of(scope, model) if not not_a_device_move(self.metadata, m)]
         if any(self.position(m)[0] <= load_line for m in moves):
             return  # already on its device when the state is loaded
+        if _state_moved_by_hand(scope, optimizer):
+            return  # ``for state in optimizer.state.values(): ... state[k] = v.to(device)`` (ffjord)
         later = [m for m in moves if runs_after(self.metadata, m, node, scope)]
         if later:
             line = self.position(later[0])[0]
@@ -152,6 +155,18 @@ class OptimizerStateOrder(Rule):
                 "if resume:\n    optimizer.load_state_dict(torch.load('opt.pt', map_location='cpu'))\n"
                 "net = net.to(device)\n"),
     ]
+
+
+def _state_moved_by_hand(scope: cst.CSTNode, optimizer: str) -> bool:
+    """A loop over ``<optimizer>.state.values()`` (or ``.items()``) whose body moves or converts what
+    it reads: the author puts the state on the device after loading it."""
+    for node in walk(scope):
+        if isinstance(node, cst.For) and isinstance(node.iter, cst.Call) \
+                and dotted(node.iter.func) in (f"{optimizer}.state.values", f"{optimizer}.state.items") \
+                and any(isinstance(n, cst.Call) and (method_call(n, *_MOVES) or isinstance(n.func, cst.Name))
+                        for n in walk(node.body)):
+            return True
+    return False
 
 
 def own_nodes(scope: cst.CSTNode):

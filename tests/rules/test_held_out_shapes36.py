@@ -498,3 +498,90 @@ def test_a_mode_string_compared_with_gpu_is_the_callers_switch_and_a_gpu_twin_is
     """})
     assert not reports["arrays.py"].findings
     assert not reports["arrays.py"].diff
+
+
+def test_a_forward_that_only_counts_its_input_names_no_device():
+    # pytorch-metric-learning's tests: ``TextModel.forward(self, list_of_text)`` returns
+    # ``torch.randn(len(list_of_text), 32)``; devmod added ``device=list_of_text.device`` (an AttributeError
+    # on every machine: the input is a list of strings). Such a model holds no tensor: no report either.
+    source = """\
+        import torch
+
+
+        class RandomEncoder(torch.nn.Module):
+            def forward(self, sentences):
+                return torch.randn(len(sentences), 8)
+
+
+        if __name__ == "__main__":
+            print(RandomEncoder()(["a cat", "a dog"]).shape)
+    """
+    output, unfixed = run(source)
+    assert not unfixed
+    assert output == textwrap.dedent(source)
+
+
+def test_a_model_that_sends_its_inputs_to_its_own_device_is_not_moved_alone():
+    # learn2learn's RL examples: ``DiagNormalPolicy(..., device='cpu')`` keeps ``self.device`` and its
+    # ``density`` does ``state.to(self.device)``; ``policy.to(device)`` put its weights on the GPU and every
+    # state back on the CPU (3 wrong hunks).
+    output, unfixed = run("""\
+        import torch
+        from torch import nn
+
+
+        class Steer(nn.Module):
+            def __init__(self, n_in, n_out, device="cpu"):
+                super().__init__()
+                self.device = device
+                self.mean = nn.Linear(n_in, n_out)
+
+            def forward(self, obs):
+                return self.mean(obs.to(self.device))
+
+
+        def main():
+            steer = Steer(3, 2)
+            opt = torch.optim.SGD(steer.parameters(), lr=0.1)
+            for _ in range(2):
+                loss = steer(torch.randn(4, 3)).pow(2).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+    """)
+    assert not unfixed
+    assert "Steer(3, 2)\n" in output and ".to(device)" not in output
+
+
+def test_optimizer_state_moved_by_hand_after_loading_is_not_reported():
+    # ffjord's train_cnf.py: ``optimizer.load_state_dict(...)`` then a loop over ``optimizer.state.values()``
+    # that moves each tensor with ``cvt`` (``.to(device)``), then ``DataParallel(model).cuda()``: a false DM403.
+    _, unfixed = run("""\
+        import sys
+        import torch
+        import torch.nn as nn
+
+        if __name__ == "__main__":
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            to_dev = lambda t: t.float().to(device)
+            net = nn.Linear(3, 1)
+            opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+            if len(sys.argv) > 1:
+                ckpt = torch.load(sys.argv[1], map_location=lambda storage, loc: storage)
+                net.load_state_dict(ckpt["state_dict"])
+                opt.load_state_dict(ckpt["optim_state_dict"])
+                for st in opt.state.values():
+                    for key, val in st.items():
+                        if torch.is_tensor(val):
+                            st[key] = to_dev(val)
+            if torch.cuda.is_available():
+                net = nn.DataParallel(net).cuda()
+            opt.zero_grad()
+            net(to_dev(torch.randn(5, 3))).sum().backward()
+            opt.step()
+    """)
+    assert [f.code for f in unfixed if f.code == "DM403"] == []

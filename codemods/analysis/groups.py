@@ -470,14 +470,32 @@ def models_fed(metadata: Mapping, module: cst.Module, loop: cst.For, groups: Map
     parents = metadata[ParentNodeProvider]
     found: list[Group] = []
 
+    traced: set[int] = set()
+
     def add_bound(name: cst.Name) -> None:
         for binding in scope_bindings(scopes.get(name), name.value):
             if isinstance(binding.node, cst.Name):
-                group = groups.get(parents.get(parents.get(binding.node)))  # type: ignore[arg-type]
+                statement = parents.get(parents.get(binding.node))
+                group = groups.get(statement)  # type: ignore[arg-type]
                 if group is not None and group not in found:
                     found.append(group)
+                elif group is None and isinstance(statement, cst.Assign) and id(statement) not in traced:
+                    traced.add(id(statement))
+                    add_wrapped(statement.value)
             elif isinstance(binding.node, cst.Param):
                 add_arguments(binding.node)
+
+    def add_wrapped(value: cst.BaseExpression) -> None:
+        """``learner = maml.clone()`` after ``maml = MAML(model, lr=0.1)`` (learn2learn): the copy of a
+        wrapper built around the model runs the model."""
+        if not isinstance(value, cst.Call):
+            return
+        if isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name) and not value.args:
+            add_bound(value.func.value)  # ``maml.clone()``
+            return
+        first = next((a.value for a in value.args if a.keyword is None and not a.star), None)
+        if isinstance(first, cst.Name) and (dotted(value.func) or "").rsplit(".", 1)[-1][:1].isupper():
+            add_bound(first)  # ``MAML(model, ...)``: a wrapper class around it
 
     followed: set[int] = set()
 
@@ -1242,13 +1260,17 @@ class _GroupFinder:
     def _next_batch(self, value: cst.Call) -> bool:
         """``next(iter(loader))`` or ``next(batches)`` after ``batches = iter(loader)``: one CPU batch
         of a DataLoader, taken by hand instead of in a ``for`` loop (DM203 moves those). Also
-        ``batches.next()``, which DataLoader iterators had until torch 1.13 (older notebooks)."""
+        ``batches.next()``, which DataLoader iterators had until torch 1.13 (older notebooks), and the
+        dunder spelling ``loader.__iter__().__next__()`` (ffjord's diagnostics)."""
         if dotted(value.func) == "next" and len(value.args) == 1:
             source = value.args[0].value
-        elif isinstance(value.func, cst.Attribute) and value.func.attr.value == "next" and not value.args:
+        elif isinstance(value.func, cst.Attribute) and value.func.attr.value in ("next", "__next__") and not value.args:
             source = value.func.value
         else:
             return False
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
+                and source.func.attr.value == "__iter__" and not source.args:
+            source = cst.Call(cst.Name("iter"), [cst.Arg(source.func.value)])  # ``loader.__iter__().__next__()``
         if isinstance(source, cst.Name):
             target = self._reaching_binding(source)  # ``data_iter = iter(loader)``, maybe rebound later
             if target is None:

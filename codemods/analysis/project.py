@@ -823,7 +823,7 @@ class ProjectIndex:
             visible[name] = (summary.path, name)
         # Definitions named through a module: ``import models.blocks as blocks`` (``blocks.Block``), and
         # ``import models.shared_base`` then ``class RNN(models.shared_base.SharedModel)`` (ENAS)
-        dotted_modules = {local: module for local, module in summary.module_aliases.items() if local != module}
+        dotted_modules = dict(summary.module_aliases)  # (``import flowlib``: ``flowlib.Flow`` too)
         dotted_modules.update({module: module for module in summary.imports
                                if "." in module and summary.module_aliases.get(module.split(".")[0]) == module.split(".")[0]})
         for local, module in dotted_modules.items():

@@ -585,3 +585,86 @@ def test_optimizer_state_moved_by_hand_after_loading_is_not_reported():
             opt.step()
     """)
     assert [f.code for f in unfixed if f.code == "DM403"] == []
+
+
+def test_a_factory_returning_a_class_of_an_imported_module_and_a_dunder_peeked_batch_move_together(tmp_path: Path):
+    # ffjord's viz_multiscale: ``import lib.odenvp as odenvp``-style model from a factory of the file, a batch
+    # taken with ``loader.__iter__().__next__()``; devmod moved only ``torch.linspace(...)`` combined with
+    # the model's output (the model and the batch stayed on the CPU).
+    reports = project_reports(tmp_path, {"flowlib.py": """\
+        import torch.nn as nn
+
+
+        class Flow(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.lin = nn.Linear(dim, dim)
+
+            def forward(self, x):
+                return self.lin(x)
+    """, "interp.py": """\
+        import math
+        import torch
+        import flowlib
+
+
+        def make_flow(dim):
+            return flowlib.Flow(dim)
+
+
+        if __name__ == "__main__":
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            net = make_flow(4)
+            data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.zeros(16))
+            loader = torch.utils.data.DataLoader(data, batch_size=8)
+            samples, _ = loader.__iter__().__next__()
+            codes = net(samples[:2])
+            w = torch.linspace(0, 0.5, 3) * math.pi
+            print((torch.cos(w).view(-1, 1) * codes[0] + torch.sin(w).view(-1, 1) * codes[1]).shape)
+    """})
+    diff = reports["interp.py"].diff
+    assert "+    net = make_flow(4).to(device)" in diff
+    assert "+    samples = samples.to(device)" in diff
+    assert "torch.linspace(0, 0.5, 3, device=device)" in diff
+
+
+def test_a_model_run_through_a_copy_of_an_outside_wrapper_stays_with_a_batch_devmod_cannot_move(tmp_path: Path):
+    # learn2learn's maml_sine: ``maml = l2l.algorithms.MAML(model, ...)``, ``learner = maml.clone()``,
+    # ``learner(x)`` on a batch indexed in several places (DM203 reports it); the model was moved alone.
+    (tmp_path / "app").mkdir()
+    reports = project_reports(tmp_path / "app", {"sine.py": """\
+        import torch
+        from torch import nn
+        import metalearn
+
+
+        class Reg(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(1, 1)
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        def main():
+            data = torch.utils.data.TensorDataset(torch.randn(8, 6, 1), torch.randn(8, 6, 1))
+            loader = torch.utils.data.DataLoader(data, batch_size=4)
+            net = Reg()
+            meta = metalearn.Wrapper(net, lr=0.1)
+            opt = torch.optim.SGD(meta.parameters(), lr=0.1)
+            for it, batch in enumerate(loader):
+                total = 0.0
+                for i in range(batch[0].shape[0]):
+                    learner = meta.clone()
+                    total += nn.functional.mse_loss(learner(batch[0][i]), batch[1][i])
+                opt.zero_grad()
+                total.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+    """})
+    assert "Reg().to(device)" not in reports["sine.py"].diff
+    assert sorted(f.code for f in reports["sine.py"].findings if not f.fixed) == ["DM202", "DM203"]

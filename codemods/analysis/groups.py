@@ -1197,10 +1197,26 @@ class _GroupFinder:
             made_by = only_assigned_value(self.metadata, node.func)
             if isinstance(made_by, cst.Call):
                 names = qualified_names(self.metadata, made_by.func)
+                returned = self._returned_call(made_by)  # ``tf = returnTF()`` that returns ``trn.Compose(...)``
+                if returned is not None:
+                    names = names | qualified_names(self.metadata, returned.func)
         if names & _NUMPY_ARRAYS or any(n.startswith("numpy.random.") for n in names):
             return "NumPy"
         found = sorted(_library_names(names))
         return next((lib for lib in _CPU_DATA_LIBRARIES if found and found[0].startswith(lib)), None)
+
+    def _returned_call(self, call: cst.Call) -> cst.Call | None:
+        """The call a function of the file returns (``return trn.Compose([...])``), when every
+        ``return`` of it gives a call (places365's ``returnTF()``)."""
+        function = only_binding(self.metadata, call.func) if isinstance(call.func, cst.Name) else None
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        returns = [n for n in walk(function.body) if isinstance(n, cst.Return)]
+        values = [only_assigned_value(self.metadata, r.value) if isinstance(r.value, cst.Name) else r.value
+                  for r in returns]  # (``tf = trn.Compose([...])`` then ``return tf``)
+        if not values or not all(isinstance(v, cst.Call) for v in values):
+            return None
+        return values[0]  # type: ignore[return-value]
 
     def _consider_unpacked(self, target: cst.Name, element: cst.Element, found: dict[int, HeldOut]) -> None:
         """``tokens, labels = map(torch.LongTensor, rows)`` / ``x, y = make_batch()`` where the

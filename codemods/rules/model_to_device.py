@@ -464,7 +464,8 @@ class ModelToDevice(Rule):
         if not (isinstance(root, cst.Name) and root.value in self._model_names and isinstance(value, cst.Call)
                 and builds_model(self.metadata, value, self.facts) and not places_itself(value)
                 and self._in_training_code(original)) or self._root_never_runs(root) \
-                or self._author_moves_part(original, target):
+                or self._author_moves_part(original, target) or holds_no_tensors(self.metadata, value, self.facts) \
+                or self._built_for_a_caller(original, root.value):
             return updated
         device = self.device_for(original)
         if device is None:
@@ -472,6 +473,13 @@ class ModelToDevice(Rule):
         moved = to_call(updated.value, device)
         return self.fix(original, updated, updated.with_changes(value=moved),
                         f"a new part of model `{root.value}` is built on the CPU: `.to(device)` where it is assigned")
+
+    def _built_for_a_caller(self, assign: cst.Assign, name: str) -> bool:
+        """``model.avgpool = nn.AvgPool2d(...)`` in ``load_model()`` that ends ``return model``
+        (places365): construction, where nothing is placed; the caller moves the whole model."""
+        function = next((a for a in ancestors(self.metadata, assign) if isinstance(a, cst.FunctionDef)), None)
+        return function is not None and any(isinstance(n, cst.Return) and isinstance(n.value, cst.Name)
+                                            and n.value.value == name for n in walk(function.body))
 
     def _author_moves_part(self, assign: cst.Assign, target: cst.BaseExpression) -> bool:
         """``net[2] = nn.Linear(...)`` then ``if use_gpu: net[2] = net[2].cuda()``: the author places

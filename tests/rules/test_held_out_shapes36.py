@@ -668,3 +668,44 @@ def test_a_model_run_through_a_copy_of_an_outside_wrapper_stays_with_a_batch_dev
     """})
     assert "Reg().to(device)" not in reports["sine.py"].diff
     assert sorted(f.code for f in reports["sine.py"].findings if not f.fixed) == ["DM202", "DM203"]
+
+
+def test_an_input_from_a_transform_a_helper_returns_keeps_its_model_and_a_factory_adds_parts_unplaced(tmp_path: Path):
+    # places365, seen by the regression once models named through a module became visible: ``tf =
+    # returnTF()`` returns ``trn.Compose([...])``; ``model = load_model()`` (``import wideresnet`` inside,
+    # ``model.avgpool = nn.AvgPool2d(...)``, ``return model``) got ``.to(device)`` while ``tf(img)`` did not,
+    # and the new part got its own ``.to(device)`` in the factory.
+    reports = project_reports(tmp_path, {"netdef.py": """\
+        import torch.nn as nn
+
+
+        def resnet(num_classes=3):
+            return nn.Sequential(nn.Conv2d(3, 4, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, num_classes))
+    """, "run.py": """\
+        import torch
+        import torch.nn.functional as F
+        from torchvision import transforms as trn
+        from PIL import Image
+
+
+        def returnTF():
+            tf = trn.Compose([trn.Resize((4, 4)), trn.ToTensor()])
+            return tf
+
+
+        def load_model():
+            import netdef
+            model = netdef.resnet(num_classes=3)
+            model.pool = torch.nn.AvgPool2d(kernel_size=2)
+            model.head = torch.nn.Linear(3, 3)
+            model.eval()
+            return model
+
+
+        model = load_model()
+        tf = returnTF()
+        input_img = tf(Image.new("RGB", (8, 8))).unsqueeze(0)
+        print(F.softmax(model.forward(input_img), 1).squeeze().numpy())
+    """})
+    diff = reports["run.py"].diff
+    assert ".to(device)" not in diff and "device=" not in diff

@@ -601,6 +601,10 @@ class DeviceLookup:
         tensor_param = self._method_tensor_input(function)
         if tensor_param and _rebound_off_torch(function, tensor_param):
             tensor_param = None  # ``feats = feats.cpu().numpy()``: no tensor to ask for a device any more
+        if tensor_param and _moves_the_input_itself(node, tensor_param):
+            # ``sample.unsqueeze(0).cuda()`` in ``encode_one(self, sample)`` (glow): the author sends the
+            # input to the model's GPU; its own device would be a move to where it already is
+            tensor_param = None
         if tensor_param and not _moves_its_parameters(function):
             return cst.Attribute(cst.Name(tensor_param), cst.Name("device"))
         receiver = _instance_parameter(method)
@@ -984,9 +988,31 @@ def _registered_buffer(klass: cst.ClassDef) -> str | None:
                             and len(call.args) >= 2 and isinstance(call.args[0].value, cst.SimpleString) \
                             and not (isinstance(call.args[1].value, cst.Name) and call.args[1].value.value == "None"):
                         name = call.args[0].value.evaluated_value
-                        if isinstance(name, str) and name.isidentifier():
+                        if isinstance(name, str) and name.isidentifier() and not _deleted(klass, name):
                             return name
     return None
+
+
+def _moves_the_input_itself(node: cst.CSTNode | None, name: str) -> bool:
+    """``<an expression of name>.cuda()`` / ``.to(...)``: a move of the input (or what is computed
+    from it) itself."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to")):
+        return False
+    root: cst.BaseExpression = node.func.value
+    while True:  # ``sample.unsqueeze(0).repeat(3, 1)``: down the method chain to what it starts from
+        if isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
+            root = root.func.value
+        elif isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        else:
+            break
+    return isinstance(root, cst.Name) and root.value == name
+
+
+def _deleted(klass: cst.ClassDef, name: str) -> bool:
+    """``del self.<name>`` somewhere in the class: a buffer that exists only in one mode (e2cnn's
+    expanded filters, dropped by ``train()``), so not sure to be there."""
+    return any(isinstance(n, cst.Del) and dotted(n.target) == f"self.{name}" for n in walk(klass.body))
 
 
 # What a DataLoader (and its workers) call on a Dataset, directly or through ``__getitem__``'s helpers

@@ -35,7 +35,7 @@ def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
         if isinstance(parent, (cst.IndentedBlock, cst.Module)):
             above = parent.body[: next((i for i, s in enumerate(parent.body) if s is child), 0)]
             if any(isinstance(s, cst.If) and s.orelse is None and _names_a_gpu(s.test) and _exits(s.body)
-                   or _asserts_a_gpu(s) or _sets_the_cuda_device(s) for s in above):
+                   or _asserts_a_gpu(s) or _sets_the_cuda_device(s) or _imports_a_gpu_engine(s) for s in above):
                 return True
         child = parent
     return False
@@ -130,6 +130,23 @@ def _device_ids_against_none(comparison: cst.Comparison) -> bool:
         and any(n is not None and "device_id" in n.lower() for n in names)
 
 
+_GPU_ENGINES = ("torch2trt", "tensorrt", "pycuda", "cupy")
+
+
+def _imports_a_gpu_engine(statement: cst.CSTNode) -> bool:
+    """``from torch2trt import TRTModule`` above in the same block (ProxylessNAS's evaluators): what
+    follows runs a TensorRT engine, which needs a GPU."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.ImportFrom) and small.module is not None:
+            if code_of(small.module).split(".")[0] in _GPU_ENGINES:
+                return True
+        if isinstance(small, cst.Import) and any(code_of(a.name).split(".")[0] in _GPU_ENGINES for a in small.names):
+            return True
+    return False
+
+
 def _sets_the_cuda_device(statement: cst.CSTNode) -> bool:
     """``torch.cuda.set_device(gpu_ids[0])`` as a statement of its own: nothing below runs without a
     GPU, and a bare ``.cuda()`` there goes to the device it set (3DDFA's benchmark helpers)."""
@@ -140,13 +157,17 @@ def _sets_the_cuda_device(statement: cst.CSTNode) -> bool:
 
 
 def _gpu_twin_of_a_cpu_function(metadata: Mapping, function: cst.FunctionDef) -> bool:
-    """A function named for the GPU next to its CPU twin (``_load_gpu`` and ``_load_cpu``)."""
+    """A function named for the GPU next to its CPU twin (``_load_gpu`` and ``_load_cpu``), or told
+    which GPU to use by a parameter named for it."""
     name = function.name.value
     lower = name.lower()
     word = "gpu" if "gpu" in lower else "cuda" if "cuda" in lower else None
     holder = metadata[ParentNodeProvider].get(function)
     if word is None or not isinstance(holder, (cst.Module, cst.IndentedBlock)):
         return False
+    params = function.params
+    if any(word in p.name.value.lower() for p in (*params.posonly_params, *params.params, *params.kwonly_params)):
+        return True  # ``reserve_gpu_memory(gpu_index, mb)``: told which GPU to work on (ProxylessNAS)
     start = lower.index(word)
     twin = (name[:start] + ("CPU" if name[start:start + len(word)].isupper() else "cpu")
             + name[start + len(word):])
@@ -162,7 +183,12 @@ def _asserts_a_gpu(statement: cst.CSTNode) -> bool:
 
 
 def _names_a_cpu(expr: cst.CSTNode) -> bool:
-    """A CPU switch: the test is one name or attribute with ``cpu`` in it (``args.use_cpu``)."""
+    """A CPU switch: the test is one name or attribute with ``cpu`` in it (``args.use_cpu``), or an
+    equality with the CPU device (``x.device == torch.device('cpu')``, ``x.device.type == 'cpu'``)."""
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1 \
+            and isinstance(expr.comparisons[0].operator, (cst.Equal, cst.Is)):
+        sides = (expr.left, expr.comparisons[0].comparator)
+        return any(code_of(side).replace('"', "'") in ("'cpu'", "torch.device('cpu')") for side in sides)
     name = expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
     return "cpu" in name.lower()
 

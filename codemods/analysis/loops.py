@@ -503,6 +503,8 @@ def batch_plan(metadata: Mapping, loop: cst.For, loader: Loader, is_model: Calla
         plan = _plan_many(metadata, loop, names, is_model, packs)
     if isinstance(plan, BatchPlan) and plan.index and moved_in(loop.body, set(plan.names), device_names):
         return None  # ``x, y = batch`` then ``x = x.to(device)``
+    if isinstance(plan, BatchPlan) and _only_read_on_the_host(metadata, loop.body, plan.names):
+        return None  # ``arr = imgs.numpy()`` and nothing else: the batch feeds NumPy (a TensorFlow model)
     if isinstance(plan, BatchPlan) and (numpy_call := _through_numpy(metadata, loop.body, plan.names)):
         return f"the batch goes through NumPy (`{numpy_call}`) in the loop, which needs it on the CPU"
     if isinstance(plan, BatchPlan) and plan.dict_batch:
@@ -648,6 +650,34 @@ def _through_numpy(metadata: Mapping, body: cst.BaseSuite, names: Sequence[str])
                 and any(isinstance(a.value, cst.Name) and a.value.value in derived for a in node.args):
             return dotted(node.func) or "numpy"
     return None
+
+
+_TO_HOST = frozenset({"cpu", "detach"})
+
+
+def _only_read_on_the_host(metadata: Mapping, body: cst.BaseSuite, names: Sequence[str]) -> bool:
+    """Is every read of the batch names in the loop ``.numpy()`` / ``.tolist()`` / ``.item()`` (or a
+    size)? Then no tensor of the batch meets a model: there is nothing to move, nor to report
+    (ProxylessNAS's TensorFlow evaluation loop)."""
+    parents = metadata[ParentNodeProvider]
+    reads = [n for n in walk(body) if isinstance(n, cst.Name) and n.value in names
+             and not isinstance(parents.get(n), (cst.AssignTarget, cst.Element, cst.Tuple))
+             and not (isinstance(parents.get(n), cst.Attribute) and parents.get(n).attr is n)  # ``net.labels``
+             and not (isinstance(parents.get(n), cst.Arg) and parents.get(n).keyword is n)]
+    for read in reads:
+        current: cst.CSTNode = read
+        holder = parents.get(current)
+        call = parents.get(holder)
+        while isinstance(holder, cst.Attribute) and holder.value is current and holder.attr.value in _TO_HOST \
+                and isinstance(call, cst.Call) and call.func is holder:
+            current, holder = call, parents.get(call)  # ``imgs.cpu().numpy()``, ``x.detach().numpy()``
+            call = parents.get(holder)
+        if not (isinstance(holder, cst.Attribute) and holder.value is current
+                and (holder.attr.value in ("shape", "dtype")
+                     or (holder.attr.value in ("numpy", "tolist", "item", "size")
+                         and isinstance(call, cst.Call) and call.func is holder))):
+            return False
+    return bool(reads)
 
 
 def _parts_of(body: cst.BaseSuite, name: str) -> list[str]:

@@ -168,6 +168,8 @@ class LegacyCuda(Rule):
         """``torch.cuda.X``, ``torch.X`` or ``torch.cuda.X if flag else torch.X`` (either order):
         X's dtype, and whether a CUDA type is among them."""
         branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        if any(isinstance(b, cst.Call) for b in branches):
+            return None  # ``block = torch.cuda.FloatTensor(n)``: a tensor, not the type (ProxylessNAS)
         found = [legacy_dtype(self.metadata, b) for b in branches]
         if any(f is None for f in found):
             return None
@@ -309,6 +311,8 @@ class LegacyCuda(Rule):
                               "device=")
             return updated
         device = self._device(call)
+        if device is None and gpu_only(self.metadata, node):
+            return updated  # ``reserve_gpu_memory(gpu_index, mb)``: GPU-only by design, correct where it runs
         if device is None or not self._has_torch:
             self.report(node, "legacy CUDA tensor constructor not rewritten: "
                         + (self.devices.why_no_device(call) if device is None else "torch is not imported"))

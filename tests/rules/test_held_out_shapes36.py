@@ -709,3 +709,136 @@ def test_an_input_from_a_transform_a_helper_returns_keeps_its_model_and_a_factor
     """})
     diff = reports["run.py"].diff
     assert ".to(device)" not in diff and "device=" not in diff
+
+
+# -- the 38th run (first pass on d423897) -------------------------------------------------------------
+
+
+def test_cuda_of_a_model_methods_own_input_does_not_become_a_move_to_where_it_is(tmp_path: Path):
+    # glow's ``generate_z(self, img)``: ``img.unsqueeze(0).repeat(...).cuda()`` sends a CPU sample to the
+    # model's GPU; ``.to(img.device)`` was a no-op, so the sample never reached the model.
+    reports = project_reports(tmp_path, {"coder.py": """\
+        import torch
+        from torch import nn
+
+
+        class Coder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def forward(self, v):
+                return self.proj(v)
+
+            def encode_one(self, sample):
+                batch = sample.unsqueeze(0).repeat(3, 1).cuda()
+                return self(batch)[0].detach().cpu().numpy()
+    """, "run.py": """\
+        import torch
+        from coder import Coder
+
+        if __name__ == "__main__":
+            coder = Coder().cuda()
+            print(coder.encode_one(torch.rand(4)))
+    """})
+    assert "sample.device" not in reports["coder.py"].diff
+    assert [f.code for f in reports["coder.py"].findings if not f.fixed] == ["DM103"]
+
+
+def test_a_buffer_that_exists_only_in_eval_mode_names_no_device():
+    # e2cnn's convolutions register their expanded filter as a buffer in eval mode and ``del`` it in
+    # ``train()``; ``.to(self.filter.device)`` in a self-test failed once ``.train()`` ran.
+    output, _ = run("""\
+        import torch
+        from torch import nn
+
+
+        class Expanded(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weights = nn.Parameter(torch.randn(3, 3))
+                self.register_buffer("kernel", self.weights.detach().clone())
+
+            def train(self, mode=True):
+                if mode and hasattr(self, "kernel"):
+                    del self.kernel
+                elif not mode and self.training:
+                    self.register_buffer("kernel", self.weights.detach().clone())
+                return super().train(mode)
+
+            def forward(self, v):
+                return v @ (self.kernel if not self.training else self.weights)
+
+            def check(self):
+                v = torch.FloatTensor(torch.rand(2, 3).numpy())
+                return (self(v) - self(v)).abs().max().item()
+    """)
+    assert "self.kernel.device" not in output
+
+
+def test_gpu_only_by_design_device_checks_engines_and_reservations(tmp_path: Path):
+    # e2cnn's field dropout: ``torch.cuda.FloatTensor(*shape, device=...)`` in the ``else`` of
+    # ``if x.device == torch.device('cpu'):``; ProxylessNAS: ``.cuda()`` after ``from torch2trt import
+    # TRTModule``, ``torch.cuda.FloatTensor(...)`` in ``reserve_gpu_memory(gpu_index, mb)`` and a ``del`` of
+    # the tensor it made (reported as a use of a type alias): false DM103 / DM304 reports.
+    reports = project_reports(tmp_path, {"gpuwork.py": """\
+        import time
+        import torch
+
+
+        def channel_drop(feats, p=0.3):
+            shape = list(feats.size())
+            shape[1] = 1
+            if feats.device == torch.device("cpu"):
+                keep = torch.FloatTensor(*shape)
+            else:
+                keep = torch.cuda.FloatTensor(*shape, device=feats.device)
+            keep = (keep.uniform_() > p).to(torch.float)
+            return feats * keep / (1.0 - p)
+
+
+        def reserve_gpu_memory(gpu_index, free_mb):
+            block = torch.cuda.FloatTensor(256, 1024, free_mb)
+            del block
+            time.sleep(0.1)
+
+
+        class Runner:
+            def __init__(self, model, engine_file=None):
+                self.model = model
+                if engine_file is not None:
+                    from torch2trt import TRTModule
+                    engine = TRTModule()
+                    engine.load_state_dict(torch.load(engine_file))
+                    self.model(torch.ones(1, 3, 8, 8).cuda())
+                    self.model = engine
+    """, "main.py": """\
+        import torch
+        from gpuwork import Runner, channel_drop, reserve_gpu_memory
+
+        if __name__ == "__main__":
+            if torch.cuda.is_available():
+                reserve_gpu_memory(0, 16)
+            print(channel_drop(torch.rand(2, 3, 4)).shape, Runner(torch.nn.Identity()).model)
+    """})
+    assert [f.code for f in reports["gpuwork.py"].findings if not f.fixed] == []
+
+
+def test_a_loop_whose_batch_only_feeds_numpy_is_not_reported():
+    # ProxylessNAS's eval_tf.py: a torch DataLoader whose batches go to a TensorFlow model through
+    # ``.numpy()`` only: a false DM203 ("goes through NumPy ... move it by hand").
+    _, unfixed = run("""\
+        import numpy as np
+        import torch.utils.data
+        from otherframework import zoo
+
+        net = zoo.small_net()
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.rand(8, 3, 4, 4), torch.randint(0, 5, (8,))), batch_size=4)
+        for step, (imgs, labels) in enumerate(loader):
+            arr = imgs.numpy()
+            arr = np.transpose(arr, axes=[0, 2, 3, 1])
+            onehot = net.to_one_hot(5, labels.numpy())
+            print(step, net.session.run([net.loss], feed_dict={net.images: arr, net.labels: onehot}))
+    """)
+    assert not unfixed

@@ -430,6 +430,8 @@ def may_build_model(facts: FileFacts, call: ast.Call) -> bool:
     func = call.func
     if isinstance(func, ast.Name) and func.id in facts.model_classes:
         return True
+    if isinstance(func, ast.Attribute) and dotted(func) in facts.model_classes:
+        return True  # ``nets.Stepper(8)`` of ``from flowlib import nets`` (the project index's name)
     if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
         return True
     return any(n.startswith(("torch.nn.", *_MODEL_FACTORY_PREFIXES)) for n in facts.qnames(func))

@@ -141,6 +141,8 @@ def is_model_constructor(metadata: Mapping, call: cst.Call, facts: ClassFacts) -
     """``Net()`` for an nn.Module subclass of the file, ``nn.Linear(...)``, model factories."""
     if isinstance(call.func, cst.Name) and call.func.value in facts.model_classes:
         return True
+    if isinstance(call.func, cst.Attribute) and dotted(call.func) in facts.model_classes:
+        return True  # ``nets.Stepper(8)``: a model class named through a project module
     nn_classes = is_torch_nn_class(metadata, call)
     if nn_classes and not last_part(nn_classes) & _NOT_MODELS and not is_loss_constructor(metadata, call):
         return True
@@ -196,7 +198,8 @@ def builds_model(metadata: Mapping, call: cst.Call, facts: ClassFacts) -> bool:
         return False  # ``X(...).method(...)``
     if not is_model_constructor(metadata, call, facts):
         return False
-    if isinstance(func, cst.Name) and func.value in facts.model_classes or is_torch_nn_class(metadata, call):
+    if isinstance(func, cst.Name) and func.value in facts.model_classes or is_torch_nn_class(metadata, call) \
+            or isinstance(func, cst.Attribute) and dotted(func) in facts.model_classes:
         return True
     spelled = {dotted(func) or ""} | qualified_names(metadata, func)
     if any(word in part for name in spelled for part in name.split(".")[-2:] for word in _NOT_MODEL_WORDS):

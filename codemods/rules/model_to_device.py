@@ -376,6 +376,9 @@ class ModelToDevice(Rule):
                 returned = True
                 continue
             call = parents.get(parent) if isinstance(parent, cst.Attribute) and parent.value is use else None
+            if isinstance(parent, cst.Attribute) and parent.value is use and not isinstance(call, cst.Call) \
+                    and parent.attr.value not in ("to", "cuda", "forward"):
+                continue  # ``model.avgpool = ...``, ``model._modules.get(n).register_forward_hook(f)``: built up
             if not (isinstance(call, cst.Call) and call.func is parent and parent.attr.value in MODULE_API
                     and parent.attr.value not in ("to", "cuda")):
                 return False  # run, handed on, moved by its author: not only built here

@@ -842,3 +842,37 @@ def test_a_loop_whose_batch_only_feeds_numpy_is_not_reported():
             print(step, net.session.run([net.loss], feed_dict={net.images: arr, net.labels: onehot}))
     """)
     assert not unfixed
+
+
+def test_a_model_class_named_through_an_imported_submodule_moves_with_its_input(tmp_path: Path):
+    # glow's test_modules.py and e2cnn's notebook: ``from flowlib import nets`` then ``net = nets.Stepper(8)``
+    # fed ``torch.Tensor(np.random.rand(...))``: the input got ``.to(device)``, the model did not.
+    reports = project_reports(tmp_path, {"flowlib/__init__.py": "", "flowlib/nets.py": """\
+        from torch import nn
+
+
+        class Stepper(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.lin = nn.Linear(width, width)
+
+            def forward(self, v):
+                return self.lin(v)
+    """, "check_nets.py": """\
+        import numpy as np
+        import torch
+        from flowlib import nets
+
+
+        def try_stepper():
+            net = nets.Stepper(8)
+            v = torch.Tensor(np.random.rand(2, 8))
+            print(net(v).shape)
+
+
+        if __name__ == "__main__":
+            try_stepper()
+    """})
+    diff = reports["check_nets.py"].diff
+    assert "+    net = nets.Stepper(8).to(device)" in diff
+    assert "torch.Tensor(np.random.rand(2, 8)).to(device)" in diff

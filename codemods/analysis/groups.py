@@ -563,9 +563,13 @@ def _outputs_passed_on(metadata: Mapping, module: cst.Module,
     outputs: dict[int, Group] = {}  # the name bound to a model's output -> that model's group
     for call, group in calls:
         statement = parents.get(call)
-        if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0].target, cst.Name):
-            outputs[id(statement.targets[0].target)] = group
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0].target
+            names = [target] if isinstance(target, cst.Name) else [  # ``feats, score = trunk(x)`` (pfld)
+                e.value for e in target.elements if isinstance(e.value, cst.Name)] \
+                if isinstance(target, (cst.Tuple, cst.List)) else []
+            for name in names:
+                outputs[id(name)] = group
     links = []
     for call, group in calls:
         for arg in call.args:

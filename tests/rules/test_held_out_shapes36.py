@@ -876,3 +876,43 @@ def test_a_model_class_named_through_an_imported_submodule_moves_with_its_input(
     diff = reports["check_nets.py"].diff
     assert "+    net = nets.Stepper(8).to(device)" in diff
     assert "torch.Tensor(np.random.rand(2, 8)).to(device)" in diff
+
+
+def test_a_model_fed_one_output_of_a_held_back_model_stays_with_it():
+    # ProxylessNAS's pfld.py: ``features, landmarks = backbone(img)`` then ``angle = auxiliary(features)``;
+    # the backbone was held back (its input is also handed to a profiler) and ``auxiliary`` alone moved.
+    output, unfixed = run("""\
+        import torch
+        from torch import nn
+
+
+        class Trunk(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(6, 6)
+
+            def forward(self, v):
+                feats = self.body(v)
+                return feats, feats.sum(1)
+
+
+        class Side(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = nn.Linear(6, 2)
+
+            def forward(self, feats):
+                return self.head(feats)
+
+
+        if __name__ == "__main__":
+            sample = torch.randn(1, 6)
+            trunk = Trunk()
+            side = Side()
+            feats, score = trunk(sample)
+            print(side(feats).shape, score.shape)
+            from opcounter import count_macs
+            print(count_macs(trunk, args=(sample,)))
+    """)
+    assert ".to(device)" not in output
+    assert sorted(f.code for f in unfixed) == ["DM202", "DM202"]

@@ -293,7 +293,23 @@ def _places_itself_when_built(klass: ast.ClassDef) -> bool:
                 and n.func.value.value.id == "self" and n.func.attr == "to" and n.args \
                 and any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(n.args[0])):
             return True
-    return _sends_inputs_to_its_own_device(klass, init, params)
+    return _sends_inputs_to_its_own_device(klass, init, params) or _moves_parts_to_a_device_it_picks(init, params)
+
+
+def _moves_parts_to_a_device_it_picks(init: ast.FunctionDef, params: set[str]) -> bool:
+    """``self.device = torch.device('cpu' if args.cpu else 'cuda')`` from a parameter, then
+    ``self.model = make_model(args).to(self.device)`` (EDSR's and RCAN's ``Model``): the model goes where
+    the user's switch says, and its trainer sends the data there."""
+    picked = any(isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute)
+                 and n.targets[0].attr == "device" and isinstance(n.targets[0].value, ast.Name)
+                 and n.targets[0].value.id == "self" and isinstance(n.value, ast.Call)
+                 and (_dotted(n.value.func) or "").endswith("device")
+                 and any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(n.value))
+                 for n in ast_nodes(init))
+    return picked and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to" and n.args
+        and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "device"
+        and isinstance(n.args[0].value, ast.Name) and n.args[0].value.id == "self" for n in ast_nodes(init))
 
 
 def _sends_inputs_to_its_own_device(klass: ast.ClassDef, init: ast.FunctionDef, params: set[str]) -> bool:

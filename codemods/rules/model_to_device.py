@@ -379,6 +379,10 @@ class ModelToDevice(Rule):
             if isinstance(parent, cst.Attribute) and parent.value is use and not isinstance(call, cst.Call) \
                     and parent.attr.value not in ("to", "cuda", "forward"):
                 continue  # ``model.avgpool = ...``, ``model._modules.get(n).register_forward_hook(f)``: built up
+            helper = parents.get(parent) if isinstance(parent, cst.Arg) else None
+            if isinstance(helper, cst.Call) and len(helper.args) == 1 and helper.args[0] is parent \
+                    and not _moves_by_name(helper):
+                continue  # ``recursion_change_bn(model)``: a helper given the model alone reworks it
             if not (isinstance(call, cst.Call) and call.func is parent and parent.attr.value in MODULE_API
                     and parent.attr.value not in ("to", "cuda")):
                 return False  # run, handed on, moved by its author: not only built here
@@ -748,6 +752,12 @@ def _parenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
     if value.lpar or isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)):
         return value
     return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _moves_by_name(call: cst.Call) -> bool:
+    """``to_device(model)``, ``model_to_cuda(model)``: a helper whose name says it places things."""
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1].lower()
+    return any(word in name for word in ("device", "cuda", "gpu", "parallel"))
 
 
 def _device_ids(wrapper: cst.BaseExpression) -> cst.BaseExpression | None:

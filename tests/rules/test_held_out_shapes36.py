@@ -916,3 +916,69 @@ def test_a_model_fed_one_output_of_a_held_back_model_stays_with_it():
     """)
     assert ".to(device)" not in output
     assert sorted(f.code for f in unfixed) == ["DM202", "DM202"]
+
+
+def test_a_model_that_picks_its_device_from_a_users_switch_is_not_moved_again(tmp_path: Path):
+    # EDSR's and RCAN's ``model.Model(args, ckp)``: ``self.device = torch.device('cpu' if args.cpu else
+    # 'cuda')``, ``self.model = make_model(args).to(self.device)``; the trainer sends the data there. Once
+    # ``import model; model.Model(...)`` was seen as a model, ``.to(device)`` would have overridden ``--cpu``.
+    reports = project_reports(tmp_path, {"model/__init__.py": """\
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                self.device = torch.device("cpu" if args.cpu else "cuda")
+                self.model = nn.Linear(3, 3).to(self.device)
+
+            def forward(self, x):
+                return self.model(x.to(self.device))
+    """, "main.py": """\
+        import argparse
+        import torch
+        import model
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cpu", action="store_true")
+        args = parser.parse_args()
+        net = model.Model(args)
+        print(net(torch.rand(2, 3)).shape)
+    """})
+    assert ".to(device)" not in reports["main.py"].diff
+
+
+def test_a_factory_that_hands_its_model_to_a_reworking_helper_is_still_construction(tmp_path: Path):
+    # places365's ``load_model()``: ``model = wideresnet.resnet18(...)``, ``recursion_change_bn(model)``,
+    # ``return model``; the caller's image comes from a transform, so nothing may move inside the factory.
+    reports = project_reports(tmp_path, {"wideres.py": """\
+        import torch.nn as nn
+
+
+        def resnet18(num_classes=3):
+            return nn.Sequential(nn.Conv2d(3, 4, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, num_classes))
+    """, "run.py": """\
+        import torch
+        from torchvision import transforms as trn
+        from PIL import Image
+
+
+        def rework(module):
+            return module
+
+
+        def load_model():
+            import wideres
+            model = wideres.resnet18(num_classes=3)
+            for i, (name, module) in enumerate(model._modules.items()):
+                module = rework(model)
+            model.eval()
+            return model
+
+
+        model = load_model()
+        tf = trn.Compose([trn.Resize((4, 4)), trn.ToTensor()])
+        print(model(tf(Image.new("RGB", (8, 8))).unsqueeze(0)).shape)
+    """})
+    assert ".to(device)" not in reports["run.py"].diff

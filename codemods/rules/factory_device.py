@@ -160,6 +160,7 @@ class FactoryDevice(Rule):
             return updated_node
         device = self.device_for(original_node)
         if device is None or flows_only_to_cpu(self.metadata, original_node) or self._feeds_unplaced(original_node) \
+                or self._built_into_a_model(original_node) \
                 or self._lengths_on_cpu(original_node) or self._beside_a_blocked_group(original_node) \
                 or self._meets_unmoved_host_tensor(original_node) or self._beside_cpu_tensors(original_node) \
                 or self._other_branch_places(original_node, device) or self._moved_one_by_one_by_callers(original_node) \
@@ -169,6 +170,25 @@ class FactoryDevice(Rule):
             return updated_node  # the function defines its device further down
         return self.fix(original_node, updated_node, with_keyword(updated_node, "device", device),
                         f"`{factory_name(self.metadata, original_node)}` creates a CPU tensor here: add `device=`")
+
+    def _built_into_a_model(self, call: cst.Call, depth: int = 0) -> bool:
+        """``mask = torch.arange(n) % 2``, ``mask = mask.unsqueeze(0)``, then ``CouplingLayer(n, h, mask)``
+        (pytorch-flows' tests): construction data the model keeps as a buffer; ``model.to()`` moves it,
+        and placed alone it would meet the model's CPU weights."""
+        parents = self.metadata[ParentNodeProvider]
+        name = assigned_name(self.metadata, call, through_arithmetic=True)
+        if name is None or depth > 3:
+            return False
+        for use in uses_of_binding(self.metadata, name):
+            arg = parents.get(use)
+            holder = parents.get(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(holder, cst.Call) and builds_model(self.metadata, holder, self.facts):
+                return True
+            base = chain_top(self.metadata, use)
+            if base is not use and isinstance(parents.get(base), cst.Assign) \
+                    and self._built_into_a_model(use, depth + 1):  # ``mask = mask.unsqueeze(0)``
+                return True
+        return False
 
     def _combined_with_a_lambda_parameter(self, call: cst.Call) -> bool:
         """``jitter = lambda img: img + torch.rand(*img.shape) / 256.``: a transform handed to a

@@ -982,3 +982,37 @@ def test_a_factory_that_hands_its_model_to_a_reworking_helper_is_still_construct
         print(model(tf(Image.new("RGB", (8, 8))).unsqueeze(0)).shape)
     """})
     assert ".to(device)" not in reports["run.py"].diff
+
+
+def test_a_tensor_handed_to_a_model_constructor_is_construction_data(tmp_path: Path):
+    # pytorch-flows' flow_test.py: ``mask = torch.arange(0, N) % 2; mask = mask.unsqueeze(0)`` at module level,
+    # then ``fnn.CouplingLayer(N, H, mask)`` (a buffer) in unittest methods that place nothing: once ``fnn.X``
+    # was seen as a model, the mask got ``device=device`` alone and met the layer's CPU weights.
+    reports = project_reports(tmp_path, {"flows.py": """\
+        import torch.nn as nn
+
+
+        class Coupling(nn.Module):
+            def __init__(self, n, mask):
+                super().__init__()
+                self.lin = nn.Linear(n, n)
+                self.register_buffer("mask", mask)
+
+            def forward(self, x):
+                return self.lin(x * self.mask)
+    """, "flow_test.py": """\
+        import unittest
+        import torch
+        import flows as fnn
+
+        N = 6
+        mask = torch.arange(0, N) % 2
+        mask = mask.unsqueeze(0)
+
+
+        class TestFlow(unittest.TestCase):
+            def test_coupling(self):
+                layer = fnn.Coupling(N, mask)
+                self.assertEqual(layer(torch.randn(3, N)).shape, (3, N))
+    """})
+    assert not reports["flow_test.py"].diff

@@ -696,7 +696,7 @@ class FactoryDevice(Rule):
         if isinstance(wrapper, cst.Call) and dotted(wrapper.func) in ("Variable", "autograd.Variable",
                                                                      "torch.autograd.Variable"):
             start = wrapper  # ``x = Variable(torch.ones(n))``: the wrapper is the value
-        for callee in self._calls_fed(start, rebound=_MAX_REBINDINGS, in_literals=True):
+        for callee in self._calls_fed(start, rebound=_MAX_REBINDINGS, in_literals=True, through_wrappers=True):
             if isinstance(callee.func, cst.Call) \
                     and builds_model(self.metadata, callee.func, self.facts):
                 return True  # ``Net()(x)``: a model built right there stays on the CPU
@@ -846,7 +846,7 @@ class FactoryDevice(Rule):
         return True
 
     def _calls_fed(self, start: cst.BaseExpression, unmoved: bool = False, rebound: int = 0,
-                   in_literals: bool = False):
+                   in_literals: bool = False, through_wrappers: bool = False):
         """The calls that take the value of ``start`` as an argument, directly or through the
         variable it is assigned to, also inside arithmetic (``net(batch + offset)``).
         ``unmoved``: not through a use that the author moves on the way (``net(avg.to(device))``).
@@ -872,6 +872,11 @@ class FactoryDevice(Rule):
                 if rebound and torch_data_function(self.metadata, callee) \
                         and isinstance(parents.get(callee), cst.Assign):
                     yield from self._calls_fed(callee, unmoved, rebound - 1)  # ``x = torch.einsum(.., x)``
+                elif rebound and through_wrappers and not (isinstance(callee.func, cst.Name)
+                                                          and self._unplaced_object(callee.func)):
+                    # ``x = nn.GeometricTensor(x, field)`` or ``model(nn.GeometricTensor(x, field))`` (e2cnn):
+                    # the same data, wrapped, goes on to what takes the wrapper
+                    yield from self._calls_fed(callee, unmoved, rebound - 1, in_literals, through_wrappers)
             elif rebound and use is not start and isinstance(parents.get(top), cst.Assign) \
                     and parents.get(top).value is top:
                 yield from self._calls_fed(top, unmoved, rebound - 1)  # ``x = x.unsqueeze(dim=0)``

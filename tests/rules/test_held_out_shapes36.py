@@ -1016,3 +1016,24 @@ def test_a_tensor_handed_to_a_model_constructor_is_construction_data(tmp_path: P
                 self.assertEqual(layer(torch.randn(3, N)).shape, (3, N))
     """})
     assert not reports["flow_test.py"].diff
+
+
+def test_an_input_wrapped_by_an_unknown_class_and_fed_to_an_unknown_model_stays(tmp_path: Path):
+    # e2cnn's introduction notebook (made worse on a real H200): ``x = torch.randn(...)``, ``x =
+    # nn.GeometricTensor(x, field)`` (e2cnn's ``nn``), ``model(x)`` with ``model = nn.SequentialModule(...)``,
+    # which devmod cannot see: the input got ``device=`` and the model stayed on the CPU.
+    source = """\
+        import torch
+        from somelib import nn
+
+        field = nn.FieldType(4)
+        model = nn.SequentialModule(nn.R2Conv(field, field, kernel_size=3)).eval()
+        x = torch.randn(1, 1, 17, 17)
+        x = nn.GeometricTensor(x, field)
+        y = model(x)
+        z = model(nn.GeometricTensor(torch.randn(3, 1, 7, 7), field))
+        print(y, z)
+    """
+    output, unfixed = run(source)
+    assert output == textwrap.dedent(source)
+    assert not unfixed

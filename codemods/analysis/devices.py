@@ -28,7 +28,7 @@ from typing import Mapping
 
 import libcst as cst
 
-from .tree import ancestors, code_of, line_of, walk
+from .tree import ancestors, chain_root, code_of, line_of, walk
 from .project import FileRole
 from .tensor_names import COUNT_NAME as _COUNT_NAME, NON_TENSOR_PARAMS as _NON_TENSOR_PARAMS, \
     TORCH_ONLY_ATTRIBUTES as _TORCH_ONLY_ATTRIBUTES
@@ -998,14 +998,7 @@ def _moves_the_input_itself(node: cst.CSTNode | None, name: str) -> bool:
     from it) itself."""
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to")):
         return False
-    root: cst.BaseExpression = node.func.value
-    while True:  # ``sample.unsqueeze(0).repeat(3, 1)``: down the method chain to what it starts from
-        if isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
-            root = root.func.value
-        elif isinstance(root, (cst.Attribute, cst.Subscript)):
-            root = root.value
-        else:
-            break
+    root = chain_root(node.func.value)  # ``sample.unsqueeze(0).repeat(3, 1)``: what the chain starts from
     return isinstance(root, cst.Name) and root.value == name
 
 

@@ -15,7 +15,7 @@ from .loops import find_loader
 from .names import dotted, keyword, positional, qualified_names
 from .roles import MODULE_API, factory_name
 from .scopes import assigned_value, scope_bindings
-from .tree import ancestors, in_source_order, line_of, walk
+from .tree import ancestors, chain_root, in_source_order, line_of, walk
 
 _CPU_CONSUMERS_SUFFIXES = ("Dataset", "DataLoader", "random_split", "Sampler", "Subset")
 # Libraries that turn their argument into a NumPy array: a CUDA tensor fails there.
@@ -686,14 +686,7 @@ def torch_data_function(metadata: Mapping, call: cst.Call) -> bool:
 
 def _cpu_rooted(metadata: Mapping, expr: cst.BaseExpression, depth: int) -> bool:
     """``feats.pow(2)`` where ``feats`` is CPU-bound data itself."""
-    node = expr
-    while True:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            node = node.func.value
-        elif isinstance(node, (cst.Attribute, cst.Subscript)):
-            node = node.value
-        else:
-            break
+    node = chain_root(expr)
     if not isinstance(node, cst.Name) or depth >= _MAX_FLOW_DEPTH:
         return False
     bindings = scope_bindings(metadata[ScopeProvider].get(node), node.value)

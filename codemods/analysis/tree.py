@@ -257,3 +257,16 @@ def mentions_name(node: cst.CSTNode, name: str) -> bool:
 def to_call(value: cst.BaseExpression, device: cst.BaseExpression) -> cst.Call:
     """``value.to(device)``."""
     return cst.Call(cst.Attribute(value, cst.Name("to")), [cst.Arg(device)])
+
+
+def chain_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """What a method chain starts from: ``sample`` of ``sample.unsqueeze(0).repeat(3, 1)``, ``x`` of
+    ``x.data[0].float()`` (down calls of attributes, attributes and subscripts)."""
+    node = expr
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        else:
+            return node

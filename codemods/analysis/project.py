@@ -73,6 +73,9 @@ class FileRole:
     # (``g = None if g is None else g.to(device)``): a batch handed to one is placed by its author.
     param_movers: frozenset[tuple[str, int, str]] = frozenset()
     in_package: bool = False  # a module of a package (an ``__init__.py`` beside it): library-shaped
+    # Imported only by files that stop without CUDA (or by files imported only by such): a GPU-only
+    # program's library code, where a bare ``.cuda()`` is correct wherever it runs.
+    gpu_only_program: bool = False
 
 
 @dataclass
@@ -97,6 +100,7 @@ class _Summary:
     has_main: bool = False
     does_work: bool = False  # top-level loops, ``with`` blocks or calls made for their effect
     sets_cuda_device: bool = False  # the file calls ``torch.cuda.set_device`` somewhere
+    requires_gpu: bool = False  # it stops without CUDA (``if not torch.cuda.is_available(): sys.exit(1)``)
     cuda_device_setters: set[str] = field(default_factory=set)  # its functions that call it
     list_collators: set[str] = field(default_factory=set)  # functions that return only lists
     self_placing: set[str] = field(default_factory=set)  # classes whose ``__init__`` moves ``self``
@@ -217,6 +221,7 @@ def summarise(path: str, source: str) -> _Summary | None:
         else:
             _collect_loads(summary, _TOP, ast_nodes(stmt))
     summary.does_work = _does_work(tree.body)
+    summary.requires_gpu = _stops_without_cuda(tree)
     summary.sets_cuda_device = bool(summary.cuda_device_setters) or _calls_set_device(
         [n for stmt in tree.body if stmt not in walked for n in ast_nodes(stmt)])
     _collect_variables(summary, tree.body)
@@ -371,6 +376,23 @@ def _places_something(nodes: list[ast.AST]) -> bool:
 def _calls_set_device(nodes: Iterable[ast.AST]) -> bool:
     return any(isinstance(n, ast.Call) and _dotted(n.func) in ("torch.cuda.set_device", "cuda.set_device")
                for n in nodes)
+
+
+def _stops_without_cuda(tree: ast.Module) -> bool:
+    """``if not torch.cuda.is_available(): sys.exit(1)`` / ``raise ...``, or ``assert
+    torch.cuda.is_available()``, anywhere in the file (a driver's first lines, TorchSSL's and DenseNAS's)."""
+    def cuda_available(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and (_dotted(node.func) or "").endswith("cuda.is_available")
+    for node in ast_nodes(tree):
+        if isinstance(node, ast.Assert) and cuda_available(node.test):
+            return True
+        if isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) \
+                and cuda_available(node.test.operand) and node.body:
+            last = node.body[-1]
+            if isinstance(last, ast.Raise) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                                               and (_dotted(last.value.func) or "") in ("sys.exit", "exit", "quit")):
+                return True
+    return False
 
 
 def _does_work(body: list[ast.stmt]) -> bool:
@@ -687,6 +709,7 @@ class ProjectIndex:
                 self._by_name.setdefault(name, []).append(summary)
         self.imported = {path for s in self.files.values() for m in s.imports
                          for target in self._resolve(m) if (path := target.path) != s.path}
+        self._gpu_only = self._gpu_only_files()
         self.model_classes, self.model_factories = self._models()
         self.driver, self._callers = self._driver_functions()
         # Every project function that returns lists, by its own name too: a package may be imported
@@ -713,6 +736,25 @@ class ProjectIndex:
         ``models/resnet.py`` is imported by others. The project is the nearest folder above
         with ``.git``, ``pyproject.toml``, ``setup.py`` or ``setup.cfg``, else the file's folder."""
         return cls.from_paths(files_around(paths, limit), summary_of)
+
+    def _gpu_only_files(self) -> set[str]:
+        """Files imported only by files that stop without CUDA, or by files in this set (a fixed point)."""
+        importers: dict[str, set[str]] = {}
+        for s in self.files.values():
+            for m in s.imports:
+                for target in self._resolve(m):
+                    if target.path != s.path:
+                        importers.setdefault(target.path, set()).add(s.path)
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for path, users in importers.items():
+                if path not in found and users and all(
+                        self.files[u].requires_gpu or u in found for u in users):
+                    found.add(path)
+                    changed = True
+        return found
 
     def role_for(self, path: str) -> FileRole:
         summary = self.files.get(os.path.abspath(path))
@@ -760,7 +802,8 @@ class ProjectIndex:
         for local, module in summary.module_aliases.items():  # ``training.collate_pil``
             collators |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.list_collators}
             self_placing |= {f"{local}.{name}" for owner, name in self._exported(module) if name in owner.self_placing}
-        return FileRole(imported=imported, training_loops=frozenset(loops), cpu_resident=frozenset(cpu_resident),
+        return FileRole(gpu_only_program=summary.path in self._gpu_only,
+                        imported=imported, training_loops=frozenset(loops), cpu_resident=frozenset(cpu_resident),
                         sets_cuda_device=sets_cuda_device,
                         cuda_device_setters=frozenset(setters | {"torch.cuda.set_device", "cuda.set_device"}),
                         driver_functions=frozenset(f for f in summary.functions if (summary.path, f) in self.driver),

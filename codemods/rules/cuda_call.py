@@ -102,7 +102,8 @@ class CudaCall(Rule):
             if not (self._gated_on(original_node, original_node.args[0]) or gpu_only(self.metadata, original_node)
                     or self._set_device_to(original_node.args[0].value)
                     or self._callers_index(original_node.args[0].value)
-                    or self.devices.cuda_is_the_ranks(original_node)):  # (vicreg: ``.cuda(gpu)`` after the rank's setup)
+                    or self.devices.cuda_is_the_ranks(original_node)  # (vicreg: ``.cuda(gpu)`` after the rank's setup)
+                    or self.state.role.gpu_only_program):  # (library code of a program that stops without CUDA)
                 self.report(original_node, "`.cuda(index)` puts this on that GPU whatever the run (a CPU-only run fails "
                                            "here); use the device the program chose (per rank, or by its own switch) "
                                            "with `.to(device)`")
@@ -123,7 +124,7 @@ class CudaCall(Rule):
         if device is None:
             # ``if self.gpu_mode: x.cuda()`` is correct code, and so is ``.cuda()`` after ``set_device``
             if not gpu_only(self.metadata, original_node) and not self.devices.cuda_is_the_ranks(original_node) \
-                    and not self._moves_nothing(original_node):
+                    and not self._moves_nothing(original_node) and not self.state.role.gpu_only_program:
                 self.report(original_node, "`.cuda()` not rewritten: " + self.devices.why_no_device(original_node))
             return updated_node
         func = updated_node.func

@@ -1037,3 +1037,35 @@ def test_an_input_wrapped_by_an_unknown_class_and_fed_to_an_unknown_model_stays(
     output, unfixed = run(source)
     assert output == textwrap.dedent(source)
     assert not unfixed
+
+
+# -- the 39th run (first pass on cfaa386) -------------------------------------------------------------
+
+
+def test_cuda_in_library_code_of_a_program_that_stops_without_cuda_is_not_reported(tmp_path: Path):
+    # TorchSSL (104 reports) and DenseNAS (4): every driver raises or exits when CUDA is missing, and the
+    # algorithm classes they import call ``.cuda(args.gpu)`` / ``.cuda()``: correct wherever the program runs.
+    reports = project_reports(tmp_path, {"algos/__init__.py": "", "algos/steps.py": """\
+        import torch
+
+
+        class Trainer:
+            def __init__(self, net, gpu=None):
+                self.net = net
+                self.gpu = gpu
+
+            def step(self, x):
+                x = x.cuda(self.gpu) if self.gpu is not None else x.cuda()
+                return self.net(x.cuda())
+    """, "launch.py": """\
+        import sys
+        import torch
+        from algos.steps import Trainer
+
+        if __name__ == "__main__":
+            if not torch.cuda.is_available():
+                raise Exception("ONLY GPU TRAINING IS SUPPORTED")
+            print(Trainer(torch.nn.Linear(3, 2).cuda()).step(torch.rand(2, 3)))
+    """})
+    assert [f.code for f in reports["algos/steps.py"].findings if not f.fixed] == []
+    assert not reports["algos/steps.py"].diff

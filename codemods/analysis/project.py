@@ -301,35 +301,36 @@ def _places_itself_when_built(klass: ast.ClassDef) -> bool:
     return _sends_inputs_to_its_own_device(klass, init, params) or _moves_parts_to_a_device_it_picks(init, params)
 
 
+def _is_self_device(node: ast.AST) -> bool:
+    """``self.device``."""
+    return isinstance(node, ast.Attribute) and node.attr == "device" \
+        and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
 def _moves_parts_to_a_device_it_picks(init: ast.FunctionDef, params: set[str]) -> bool:
     """``self.device = torch.device('cpu' if args.cpu else 'cuda')`` from a parameter, then
     ``self.model = make_model(args).to(self.device)`` (EDSR's and RCAN's ``Model``): the model goes where
     the user's switch says, and its trainer sends the data there."""
-    picked = any(isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute)
-                 and n.targets[0].attr == "device" and isinstance(n.targets[0].value, ast.Name)
-                 and n.targets[0].value.id == "self" and isinstance(n.value, ast.Call)
+    picked = any(isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_self_device(n.targets[0])
+                 and isinstance(n.value, ast.Call)
                  and (_dotted(n.value.func) or "").endswith("device")
                  and any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(n.value))
                  for n in ast_nodes(init))
     return picked and any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to" and n.args
-        and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "device"
-        and isinstance(n.args[0].value, ast.Name) and n.args[0].value.id == "self" for n in ast_nodes(init))
+        and _is_self_device(n.args[0]) for n in ast_nodes(init))
 
 
 def _sends_inputs_to_its_own_device(klass: ast.ClassDef, init: ast.FunctionDef, params: set[str]) -> bool:
     """``self.device = device`` from ``__init__``'s parameter (default ``'cpu'``), and a method that
     sends what it is given there (``state.to(self.device)``, learn2learn's RL policies): moved alone
     to another device, the model would get its inputs on the old one."""
-    def is_self_device(node: ast.AST) -> bool:
-        return isinstance(node, ast.Attribute) and node.attr == "device" \
-            and isinstance(node.value, ast.Name) and node.value.id == "self"
-    if not any(isinstance(n, ast.Assign) and any(is_self_device(t) for t in n.targets)
+    if not any(isinstance(n, ast.Assign) and any(_is_self_device(t) for t in n.targets)
                and isinstance(n.value, ast.Name) and n.value.id in params for n in ast_nodes(init)):
         return False
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to"
                and not (isinstance(n.func.value, ast.Name) and n.func.value.id == "self")
-               and any(is_self_device(a) for a in (*n.args, *(k.value for k in n.keywords)))
+               and any(_is_self_device(a) for a in (*n.args, *(k.value for k in n.keywords)))
                for method in klass.body if isinstance(method, ast.FunctionDef) and method is not init
                for n in ast_nodes(method))
 
@@ -707,8 +708,13 @@ class ProjectIndex:
         for summary in self.files.values():
             for name in summary.names:
                 self._by_name.setdefault(name, []).append(summary)
-        self.imported = {path for s in self.files.values() for m in s.imports
-                         for target in self._resolve(m) if (path := target.path) != s.path}
+        self._importers: dict[str, set[str]] = {}  # a file -> the project files that import it
+        for s in self.files.values():
+            for m in s.imports:
+                for target in self._resolve(m):
+                    if target.path != s.path:
+                        self._importers.setdefault(target.path, set()).add(s.path)
+        self.imported = set(self._importers)
         self._gpu_only = self._gpu_only_files()
         self.model_classes, self.model_factories = self._models()
         self.driver, self._callers = self._driver_functions()
@@ -739,17 +745,11 @@ class ProjectIndex:
 
     def _gpu_only_files(self) -> set[str]:
         """Files imported only by files that stop without CUDA, or by files in this set (a fixed point)."""
-        importers: dict[str, set[str]] = {}
-        for s in self.files.values():
-            for m in s.imports:
-                for target in self._resolve(m):
-                    if target.path != s.path:
-                        importers.setdefault(target.path, set()).add(s.path)
         found: set[str] = set()
         changed = True
         while changed:
             changed = False
-            for path, users in importers.items():
+            for path, users in self._importers.items():
                 if path not in found and users and all(
                         self.files[u].requires_gpu or u in found for u in users):
                     found.add(path)

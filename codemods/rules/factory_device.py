@@ -36,7 +36,8 @@ device, it would come from another generator and give other numbers for the same
   ``math`` (also after arithmetic or indexing: ``plt.axis(box * zoom)``), tensors that
   meet a legacy CPU tensor which stays on the CPU (``t[i] * torch.FloatTensor(pair)``), tensors the
   author casts to a CPU type (``(torch.ones(n, 1) * c).type(torch.LongTensor)``), and inputs of a method
-  of an object used as a model that devmod cannot see and that is never moved.
+  of an object used as a model that devmod cannot see and that is never moved, and inputs of a model's
+  call that runs on the CPU before the line that moves the model (``net(probe)`` above ``net.cuda()``).
 - A legacy tensor filled in place (``torch.LongTensor(3, 4).random_(0, 50)``) moves after its fills, so
   its numbers come from the same generator as before.
 """
@@ -51,7 +52,7 @@ from libcst.metadata import ComprehensionScope, GlobalScope, ParentNodeProvider,
 from ..analysis.candidates import FileFacts, keywords, method_name
 from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, is_torch_device_call
 from ..analysis.names import dotted, keyword, keyword_arg, method_call, positional, qualified_names, torch_module_alias
-from ..analysis.tree import ancestors, code_of, nodes_of, to_call, walk
+from ..analysis.tree import ancestors, code_of, line_of, nodes_of, to_call, walk
 from ..analysis.guards import sets_default_device
 from ..analysis.scopes import ScopeKind, assigned_value, only_assigned_value, only_binding, scope_bindings
 from ..analysis.groups import blocked_callee, blocked_scopes, dominating_binding_above, handed_with_a_model, models_fed, \
@@ -708,7 +709,8 @@ class FactoryDevice(Rule):
                 return True  # ``forward(x, make_head(8, 5))``: handed a model built right there, on the CPU
             if isinstance(callee.func, cst.Name) \
                     and (self._unplaced_object(callee.func) or self._pinned_to_cpu(callee.func)
-                         or blocked_callee(self.metadata, self.model_groups(), callee.func)):
+                         or blocked_callee(self.metadata, self.model_groups(), callee.func)
+                         or self._called_before_its_move(callee.func)):
                 return True
             if isinstance(callee.func, cst.Attribute) and isinstance(callee.func.value, cst.Name) \
                     and self._pinned_to_cpu(callee.func.value):
@@ -723,6 +725,25 @@ class FactoryDevice(Rule):
                    for a in callee.args):
                 return True  # ``FlopCountAnalysis(model, x)`` with ``model = timm.models.x()``, never moved
         return False
+
+    def _called_before_its_move(self, use: cst.Name) -> bool:
+        """``net = nn.Linear(4, 3); net(torch.randn(2, 4)); net = net.cuda()``: the model runs once on
+        the CPU before the line that moves it, so that call's inputs stay on the CPU too."""
+        bindings = [b.node for b in scope_bindings(self.metadata[ScopeProvider].get(use), use.value)]
+        if not all(isinstance(b, cst.Name) for b in bindings):
+            return False
+        reaching = dominating_binding_above(self.metadata, use, bindings)  # type: ignore[arg-type]
+        statement = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(reaching)) \
+            if reaching is not None else None
+        if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
+                and builds_model(self.metadata, statement.value, self.facts)
+                and not moved_in_chain(self.metadata, statement.value)):
+            return False
+        line = line_of(self.metadata, use)
+        loops = {id(a) for a in ancestors(self.metadata, use) if isinstance(a, (cst.For, cst.While))}
+        moves = [m for m in uses_of(self.metadata, reaching) if moves_itself_somewhere(self.metadata, m)]
+        return bool(moves) and all(line_of(self.metadata, m) > line and not any(
+            id(a) in loops for a in ancestors(self.metadata, m)) for m in moves)
 
     def _acts_as_a_model(self, name: cst.Name) -> bool:
         """``model.eval()``, ``model.parameters()``, ``model.state_dict()``: the object is used as a model."""

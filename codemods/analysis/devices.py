@@ -33,6 +33,7 @@ from .project import FileRole
 from .tensor_names import COUNT_NAME as _COUNT_NAME, NON_TENSOR_PARAMS as _NON_TENSOR_PARAMS, \
     TORCH_ONLY_ATTRIBUTES as _TORCH_ONLY_ATTRIBUTES
 from .roles import builds_model, is_loss_callee, is_model_callee, is_model_method_call, model_variables
+from .tensors import bound_before
 from .names import dotted, qualified_names
 from .scopes import ClassFacts, Place, ScopeKind, enclosing_place, is_main_guard
 
@@ -349,6 +350,8 @@ class DeviceLookup:
             return None  # unknown objects: no safe guess
         functions = list(self._enclosing_functions(node))
         local = self.local_device(node)
+        if local and not bound_before(self.metadata, node, local):
+            return None  # ``net = net.cuda()`` above ``dev = next(net.parameters()).device``: UnboundLocalError
         if local:
             return cst.Name(local)
         if place.kind is ScopeKind.FUNCTION and not replaces_cuda:
@@ -551,6 +554,10 @@ class DeviceLookup:
                     and self._called_before_moved(klass, method):
                 return (f"the file calls the model method `{name}` before it moves the model, so the model's "
                         "parameters are no guide to the device there; pass the device in")
+            if method is not None and _moves_its_parameters(method):
+                return (f"the model method `{name}` moves its own inputs to the GPU, so they may arrive on the CPU "
+                        "and carry no device to follow; pass the device in, or use the device of the model's "
+                        "parameters")  # robustness's attacker: ``orig_input = orig_input.cuda()``
             return (f"this runs in the model method `{name}`, where devmod finds no tensor input to take the "
                     "device from and does not read it from the model's parameters here; use the device of the "
                     "tensors it works on (e.g. `x.device`) or of the model's parameters")

@@ -19,8 +19,8 @@ from .tree import ancestors, code_of, nodes_of, walk
 def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
     """Inside ``if <a GPU switch>:`` (``self.gpu_mode``, ``args.cuda``, ``use_gpu``, ``not args.use_cpu``,
     ``torch.cuda.is_available()``, ``x.is_cuda``) or the ``else`` of ``if args.use_cpu:``, below an
-    early exit on one (``if not torch.cuda.is_available(): return``) or an ``assert`` of one, or in a
-    test skipped without one (``@skipIf``)."""
+    early exit on one (``if not torch.cuda.is_available(): return``) or an ``assert`` of one, in a
+    block that initialises apex's ``amp``, or in a test skipped without one (``@skipIf``)."""
     child: cst.CSTNode = node
     for parent in ancestors(metadata, node):
         if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and _names_a_gpu(parent.test) \
@@ -37,6 +37,8 @@ def gpu_only(metadata: Mapping, node: cst.CSTNode) -> bool:
             if any(isinstance(s, cst.If) and s.orelse is None and _names_a_gpu(s.test) and _exits(s.body)
                    or _asserts_a_gpu(s) or _sets_the_cuda_device(s) or _imports_a_gpu_engine(s) for s in above):
                 return True
+            if isinstance(parent, cst.IndentedBlock) and any(_initialises_apex_amp(s) for s in parent.body):
+                return True  # ``if half: model.to("cuda"); model, opt = amp.initialize(model, opt)``
         child = parent
     return False
 
@@ -131,6 +133,13 @@ def _device_ids_against_none(comparison: cst.Comparison) -> bool:
 
 
 _GPU_ENGINES = ("torch2trt", "tensorrt", "pycuda", "cupy")
+
+
+def _initialises_apex_amp(statement: cst.CSTNode) -> bool:
+    """``model, opt = amp.initialize(model, opt, "O1")`` as a statement of the block: apex's mixed
+    precision needs CUDA, so the block runs only on a GPU."""
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(n, cst.Call) and code_of(n.func).endswith("amp.initialize") for n in walk(statement))
 
 
 def _imports_a_gpu_engine(statement: cst.CSTNode) -> bool:

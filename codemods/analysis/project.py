@@ -86,7 +86,7 @@ class _Summary:
     names: tuple[str, ...]  # dotted module names this file may be imported as
     functions: set[str] = field(default_factory=set)
     class_bases: dict[str, set[str]] = field(default_factory=dict)
-    returns: dict[str, set[str]] = field(default_factory=dict)  # function -> callee names it returns
+    returns: dict[str, list[frozenset[str] | None]] = field(default_factory=dict)  # function -> _returned_callees
     tensor_helpers: set[str] = field(default_factory=set)
     imports: set[str] = field(default_factory=set)  # absolute dotted modules imported
     from_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (module, name)
@@ -482,24 +482,36 @@ def _collect_loads(summary: _Summary, context: str, nodes: Iterable[ast.AST]) ->
                 found.add(dotted)
 
 
-def _returned_callees(nodes: list[ast.AST]) -> set[str]:
-    """Names of what a function (its walked ``nodes``) returns a call of: ``return Net(4)``,
-    or ``m = Net(); return m``."""
+def _returned_callees(nodes: list[ast.AST]) -> list[frozenset[str] | None]:
+    """What each ``return`` of a function (its walked ``nodes``) gives, as the names of the calls that
+    may have made it: ``return Net(4)``, or ``m = Net(); return m``. None for a name the function never
+    assigns (a parameter handed back); an empty set for anything else (a literal, ``None``, a tuple)."""
     assigned: dict[str, set[str]] = {}
-    returned: set[str] = set()
     for node in nodes:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            callee = _callee(node.value)
+        if isinstance(node, ast.Assign):
+            callee = _callee(node.value) if isinstance(node.value, ast.Call) else ""
             for target in node.targets:
-                if isinstance(target, ast.Name) and callee:
+                if isinstance(target, ast.Name):
                     assigned.setdefault(target.id, set()).add(callee)
-        elif isinstance(node, ast.Return) and node.value is not None:
+    returned: list[frozenset[str] | None] = []
+    for node in nodes:
+        if isinstance(node, ast.Return) and node.value is not None:
             value = node.value
             if isinstance(value, ast.Call):
-                returned.add(_callee(value))
+                returned.append(frozenset({_callee(value)}) - {""})
             elif isinstance(value, ast.Name):
-                returned |= assigned.get(value.id, set())
-    return returned - {""}
+                returned.append(frozenset(assigned[value.id]) - {""} if value.id in assigned else None)
+            else:
+                returned.append(frozenset())
+    return returned
+
+
+def _makes_a_module(returns: list[frozenset[str] | None], known: set[str]) -> bool:
+    """Does every ``return`` give a module (``known``: the project's model classes and factories)?
+    ``def main(eval_only): ...; return score(net)`` on one path and ``return net`` on the other is no
+    factory: ``main(...).to(device)`` would fail on the dict it returns."""
+    made = [r for r in returns if r is not None]
+    return bool(made) and all(any(_builds_module(c) or c in known for c in r) for r in made)
 
 
 _NOT_TENSORS = ("torch.nn.", "torch.device", "torch.load", "torch.Generator", "torch.optim.", "torch.utils.")
@@ -932,9 +944,9 @@ class ProjectIndex:
                     if key not in classes and (bases & _NN_MODULE or bases & known):
                         classes.add(key)
                         changed = True
-                for name, callees in summary.returns.items():
+                for name, returns in summary.returns.items():
                     key = (summary.path, name)
-                    if key not in factories and any(_builds_module(c) or c in known for c in callees):
+                    if key not in factories and _makes_a_module(returns, known):
                         factories.add(key)
                         changed = True
         return classes, factories

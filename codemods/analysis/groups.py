@@ -609,6 +609,10 @@ def gets_parts_later(metadata: Mapping, facts: ClassFacts, uses: list[cst.CSTNod
             if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Name) \
                     and statement.value.value == "None":
                 continue  # ``model.norm.weight = None``: a part removed, nothing left behind
+            if isinstance(statement, cst.Assign) and (
+                    isinstance(statement.value, cst.Name) and statement.value.value in ("True", "False")
+                    or isinstance(statement.value, (cst.Integer, cst.Float, cst.SimpleString))):
+                continue  # ``net.training = True``: a flag, not a part
             if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
                     and builds_model(metadata, statement.value, facts)):
                 return True

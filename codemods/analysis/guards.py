@@ -59,6 +59,8 @@ def gpu_only_by_design(metadata: Mapping, node: cst.CSTNode) -> bool:
             a.keyword is not None and a.keyword.value == "device_ids" and "current_device" in code_of(a.value)
             for a in wrapper.args):
         return True  # ``device_ids=[torch.cuda.current_device()]``: the GPU a bare ``.cuda()`` chose
+    if _below_set_device(metadata, node):
+        return True
     for parent in ancestors(metadata, node):
         if isinstance(parent, cst.For) and any(
                 isinstance(n, cst.Call) and "torch.cuda.device_count" in qualified_names(metadata, n.func)
@@ -75,6 +77,25 @@ def gpu_only_by_design(metadata: Mapping, node: cst.CSTNode) -> bool:
         or next((a for a in ancestry if isinstance(a, cst.FunctionDef)), None)
     return holder is not None and any(
         isinstance(n, cst.Call) and qualified_names(metadata, n.func) & _CUDA_STREAM_CALLS for n in walk(holder))
+
+
+def _below_set_device(metadata: Mapping, node: cst.CSTNode) -> bool:
+    """A bare ``net.cuda()`` below ``torch.cuda.set_device(rank)`` in its function: it goes to the GPU
+    the author chose for this process, which a device variable of the function need not name (a
+    per-rank ``DistributedDataParallel`` set-up)."""
+    if not (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "cuda"):
+        return False
+    child: cst.CSTNode = node
+    for parent in ancestors(metadata, node):
+        if isinstance(parent, cst.IndentedBlock):
+            above = parent.body[: next((i for i, s in enumerate(parent.body) if s is child), 0)]
+            if any(_sets_the_cuda_device(s) for s in above):
+                return True
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        child = parent
+    return False
 
 
 _CUDA_STREAM_CALLS = frozenset({"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream"})

@@ -81,8 +81,11 @@ def assigned_name(metadata: Mapping, node: cst.CSTNode, through_arithmetic: bool
     list comprehension around it, and with ``through_arithmetic`` through ``* 2 - 1``), else None."""
     parents = metadata[ParentNodeProvider]
     current = chain_top(metadata, node)
-    if through_arithmetic:
-        current = _arithmetic_top(metadata, current)
+    while through_arithmetic:  # ``(torch.rand(n) > 0.5).float()``: a chain on the arithmetic too
+        top = chain_top(metadata, _arithmetic_top(metadata, current))
+        if top is current:
+            break
+        current = top
     parent = parents.get(current)
     if isinstance(parent, (cst.ListComp, cst.GeneratorExp)) and parent.elt is current:
         current, parent = parent, parents.get(parent)

@@ -61,7 +61,7 @@ from ..analysis.loops import find_loader, packs_sequences
 from ..analysis.pinned import moves_itself_somewhere, moves_off_the_cpu, pinned_to_cpu
 from ..analysis.roles import HOST_MAKERS, builds_model, factory_name, tensor_factories, places_itself, is_loss_callee, is_loss_constructor, is_model_callee, is_model_method_call, \
     model_variables, wrapper_kind
-from ..analysis.tensors import DTYPES, IN_PLACE_FILLS, TENSOR_METHODS, checked_for_none, passes_itself, runs_only_through_its_methods, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
+from ..analysis.tensors import DTYPES, IN_PLACE_FILLS, TENSOR_METHODS, checked_for_none, is_number, passes_itself, runs_only_through_its_methods, NON_MOVING_TO_KEYWORDS, accepts_device_keyword, appended_to, bound_before, flows_only_to_cpu, in_signature, is_ctc_length, \
     filled_from_host, meets_host_result, moved_downstream, moved_in_chain, shape_data, to_names_a_place, assigned_name, chain_top, torch_data_function, uses_of, uses_of_binding, \
     scalar_operand
 from .base import Invalid, Rule, Valid
@@ -165,7 +165,7 @@ class FactoryDevice(Rule):
                 or self._lengths_on_cpu(original_node) or self._beside_a_blocked_group(original_node) \
                 or self._meets_unmoved_host_tensor(original_node) or self._beside_cpu_tensors(original_node) \
                 or self._other_branch_places(original_node, device) or self._moved_one_by_one_by_callers(original_node) \
-                or self._combined_with_a_lambda_parameter(original_node):
+                or self._combined_with_a_lambda_parameter(original_node) or self._handed_with_the_device(original_node):
             return updated_node
         if isinstance(device, cst.Name) and not bound_before(self.metadata, original_node, device.value):
             return updated_node  # the function defines its device further down
@@ -605,6 +605,8 @@ class FactoryDevice(Rule):
                     and root.func.attr.value not in ("to", "cuda") and not self._host_tensor_maker(root) \
                     and isinstance(root.func.value, (cst.Call, cst.Name, cst.Subscript)):
                 root = root.func.value  # ``torch.FloatTensor(pair).unsqueeze(0)``
+            elif isinstance(root, cst.Comparison) and all(is_number(c.comparator) for c in root.comparisons):
+                root = root.left  # ``torch.Tensor(n).uniform_() > 0.9``: a mask where its tensor is
             else:
                 break
         if isinstance(root, cst.Call):
@@ -724,7 +726,32 @@ class FactoryDevice(Rule):
             if any(isinstance(a.value, cst.Name) and self._acts_as_a_model(a.value) and self._unplaced_object(a.value)
                    for a in callee.args):
                 return True  # ``FlopCountAnalysis(model, x)`` with ``model = timm.models.x()``, never moved
+            if any(self._output_of_unplaced(a.value) for a in callee.args):
+                return True  # ``F.binary_cross_entropy(net(feats), labels)``: labels stay with that output
         return False
+
+    def _handed_with_the_device(self, call: cst.Call) -> bool:
+        """``complete(net, pics[0], keep, dev)``: a function of the user's handed the tensor together with
+        the device places what it needs itself, and may keep the rest on the host (``guess[keep] = ...``
+        on a CPU result): the tensor stays where the author made it."""
+        for callee in self._calls_fed(call, rebound=_MAX_REBINDINGS):
+            if not isinstance(callee.func, cst.Name) or is_model_callee(callee.func, self._models()) \
+                    or any(q.startswith("torch.") for q in qualified_names(self.metadata, callee.func)):
+                continue
+            if any(arg.keyword is not None and arg.keyword.value == "device"
+                   or isinstance(arg.value, cst.Name) and (arg.value.value in DEVICE_LIKE_NAMES
+                                                          or arg.value.value == self.shared_name)
+                   for arg in callee.args):
+                return True
+        return False
+
+    def _output_of_unplaced(self, expr: cst.BaseExpression) -> bool:
+        """``net(feats)`` (or a variable holding it) of a ``net = getattr(nets, kind)(5)`` that devmod
+        cannot see and nothing moves: its output is on the CPU."""
+        if isinstance(expr, cst.Name):
+            expr = only_assigned_value(self.metadata, expr)
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
+            and (self._unplaced_object(expr.func) or self._pinned_to_cpu(expr.func))
 
     def _called_before_its_move(self, use: cst.Name) -> bool:
         """``net = nn.Linear(4, 3); net(torch.randn(2, 4)); net = net.cuda()``: the model runs once on
@@ -902,11 +929,15 @@ class FactoryDevice(Rule):
                     and parents.get(top).value is top:
                 yield from self._calls_fed(top, unmoved, rebound - 1)  # ``x = x.unsqueeze(dim=0)``
 
+    def _models(self) -> set[str]:
+        if self._model_names is None:
+            self._model_names = model_variables(self.metadata, self.tree, self.facts)
+        return self._model_names
+
     def _feeds_model(self, call: cst.Call) -> bool:
         """Host data is usually dataset material: move it only where it is, directly or through
         the variable it is assigned to, an argument of a model or a loss."""
-        if self._model_names is None:
-            self._model_names = model_variables(self.metadata, self.tree, self.facts)
+        self._models()
         for callee in self._calls_fed(call, unmoved=True):
             if is_model_callee(callee.func, self._model_names) or is_loss_callee(callee.func):
                 return not blocked_callee(self.metadata, self.model_groups(), callee.func) \

@@ -7,6 +7,7 @@ checkpoints. Every patch is undone on exit, also when the run raises."""
 from __future__ import annotations
 
 import contextlib
+import sys
 import importlib
 from typing import Any, Callable, Iterator
 
@@ -190,7 +191,10 @@ def _jit_patches(mode: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return _MarkedScriptFunction(mode, result) if isinstance(result, torch.jit.ScriptFunction) else result
 
     def script(obj: Any, *args: Any, **kwargs: Any) -> Any:
-        return wrap(real_script(obj, *args, **kwargs))
+        result = real_script(obj, *args, **kwargs)
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("torch."):
+            return result  # TorchScript compiling a function it met (``F.pad``): it needs the real one
+        return wrap(result)
 
     def trace(func: Any, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("check_trace", False)  # its re-run would compare virtual devices with real ones

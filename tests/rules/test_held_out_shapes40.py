@@ -148,3 +148,131 @@ def test_a_model_method_that_moves_its_own_input_is_reported_with_that_reason(tm
     """})
     [finding] = [f for f in reports["nudge.py"].findings if not f.fixed]
     assert "moves its own inputs to the GPU" in finding.message
+
+
+def test_a_bare_cuda_below_set_device_is_left_to_the_rank_it_chose():
+    # ddpm-torch train.py: ``torch.cuda.set_device(local_rank); _model.cuda()`` became ``_model.to(train_device)``
+    # while ``train_device`` was still ``cuda:0`` (rebound to the rank's GPU two lines later).
+    output, unfixed = run("""\
+        import os
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+
+        def launch(cfg):
+            dev = torch.device(cfg.dev)
+            body = torch.nn.Linear(3, 2)
+            if cfg.multi:
+                dist.init_process_group("nccl")
+                rank = int(os.environ["LOCAL_RANK"])
+                torch.cuda.set_device(rank)
+                body.cuda()
+                runner = DistributedDataParallel(body, device_ids=[rank])
+                dev = torch.device(f"cuda:{rank}")
+            else:
+                runner = body.to(dev)
+            return runner(torch.ones(4, 3, device=dev))
+    """)
+    assert "        body.cuda()\n" in output
+    assert unfixed == []
+
+
+def test_tensors_handed_to_a_helper_with_the_device_stay_where_the_author_made_them(tmp_path: Path):
+    # neural-processes example-img.ipynb: ``inpaint(model, img, mask, device)`` moves the image itself and
+    # indexes its CPU result with the mask; the image buffer and the mask got ``device=device``.
+    reports = project_reports(tmp_path, {"fill.py": """\
+        import torch
+
+
+        def restore(net, img, holes, device):
+            out = net(img.unsqueeze(0).to(device)).detach().cpu()[0]
+            out[holes] = img[holes]
+            return out
+    """, "show.py": """\
+        import numpy as np
+        import torch
+        from fill import restore
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        net = torch.nn.Linear(5, 5).to(device)
+        imgs = torch.zeros(2, 5)
+        for i in range(2):
+            imgs[i] = torch.tensor(np.random.rand(5))
+        holes = torch.zeros(5).bool()
+        holes[:2] = True
+        print(restore(net, imgs[0], holes, device))
+        speckle = torch.Tensor(5).uniform_() > 0.8
+        print(imgs[1] * speckle.float())
+    """})
+    assert "device=device" not in reports["show.py"].diff
+
+
+def test_targets_of_a_loss_over_the_output_of_a_model_devmod_cannot_see_stay_with_it():
+    # vgae_pytorch: ``net = getattr(models, name)(...)`` is never moved; its labels and the loss weight got
+    # ``device=``, the model and its features stayed: a half-moved group.
+    output, _ = run("""\
+        import torch
+        import torch.nn.functional as F
+        import zoo
+
+        feats = torch.randn(6, 4)
+        labels = (torch.rand(6) > 0.5).float()
+        weight = torch.ones(6)
+        weight[labels == 1] = 2.0
+        net = getattr(zoo, "Scorer")(4)
+        loss = F.binary_cross_entropy(net(feats), labels, weight=weight)
+        loss.backward()
+    """)
+    assert "device=" not in output
+
+
+def test_a_mode_flag_set_on_a_model_is_no_new_part(tmp_path: Path):
+    # neural-processes example-1d.ipynb: ``neuralprocess.training = True`` made DM202 report "gets new parts
+    # after it is built" on a notebook that keeps everything on the CPU.
+    reports = project_reports(tmp_path, {"coach.py": """\
+        import torch
+
+
+        class Coach:
+            def __init__(self, device, net, opt):
+                self.device, self.net, self.opt = device, net, opt
+
+            def fit(self, pairs):
+                for a, b in pairs:
+                    loss = (self.net(a) - b).pow(2).mean()
+                    self.opt.zero_grad()
+                    loss.backward()
+                    self.opt.step()
+    """, "demo.py": """\
+        import torch
+        from coach import Coach
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        net = torch.nn.Linear(1, 1)
+        coach = Coach(device, net, torch.optim.SGD(net.parameters(), lr=0.1))
+        net.training = True
+        coach.fit([(torch.randn(3, 1), torch.randn(3, 1)) for _ in range(2)])
+    """})
+    assert [f.code for f in reports["demo.py"].findings if not f.fixed] == []
+
+
+def test_a_cuda_call_in_a_layer_subclass_says_it_is_a_layer():
+    # vae-lagging-encoder's MaskedConv2d(nn.Conv2d): the true DM103 report called it "neither a model nor
+    # driver code".
+    _, unfixed = run("""\
+        import torch
+        import torch.nn as nn
+
+
+        class HalfConv(nn.Conv2d):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.register_buffer("cut", torch.ones_like(self.weight))
+
+            def forward(self, x):
+                self.weight.data *= self.cut.cuda()
+                return super().forward(x)
+    """)
+    [finding] = unfixed
+    assert "a subclass of the layer `nn.Conv2d`" in finding.message

@@ -320,6 +320,18 @@ def test_torchscript_results_follow_their_inputs(sim):
     assert module(gpu).is_cuda
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_scripted_function_may_call_a_python_function_of_torch(sim):
+    # ddpm-torch (run 40): ``@torch.jit.script`` over ``F.pad(x, [0, 1])`` failed at import under the
+    # simulation ("Argument mode not provided"): TorchScript compiled F.pad through the patched script.
+    def widen(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.pad(x, [0, 1])
+
+    scripted = torch.jit.script(widen)
+    assert scripted(torch.ones(2, 3, device="cuda")).shape == (2, 4)
+    assert scripted(torch.ones(2, 3, device="cuda")).is_cuda
+
+
 def test_a_nested_simulation_is_the_active_one():
     with simulated_cuda() as outer, simulated_cuda() as inner:
         assert inner is outer and torch.zeros(1, device="cuda").is_cuda

@@ -29,9 +29,9 @@ _SHAPE_ONLY = frozenset({"numel", "nelement", "dim", "ndimension", "size", "shap
 # Fill a tensor where it is and return it (``torch.LongTensor(3, 4).random_(0, 50)``).
 IN_PLACE_FILLS = frozenset({"fill_", "normal_", "uniform_", "zero_", "random_", "bernoulli_", "exponential_",
                             "geometric_", "cauchy_", "log_normal_"})
-TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "detach", "clone", "view",
-                             "reshape", "unsqueeze", "squeeze", "permute", "t", "transpose", "contiguous", "to",
-                             "requires_grad_", "expand", *IN_PLACE_FILLS})
+TENSOR_METHODS = frozenset({"float", "double", "long", "int", "half", "bool", "byte", "char", "short", "bfloat16",
+                             "detach", "clone", "view", "reshape", "unsqueeze", "squeeze", "permute", "t",
+                             "transpose", "contiguous", "to", "requires_grad_", "expand", *IN_PLACE_FILLS})
 # Methods that return a converted copy and leave the receiver alone: discarding the result is a no-op.
 CONVERSION_METHODS = frozenset({"to", "cpu", "cuda", "float", "double", "half", "bfloat16", "long", "int",
                                 "short", "bool", "byte", "char"})

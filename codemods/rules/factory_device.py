@@ -748,10 +748,26 @@ class FactoryDevice(Rule):
     def _output_of_unplaced(self, expr: cst.BaseExpression) -> bool:
         """``net(feats)`` (or a variable holding it) of a ``net = getattr(nets, kind)(5)`` that devmod
         cannot see and nothing moves: its output is on the CPU."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value in TENSOR_METHODS:
+            expr = expr.func.value  # ``A_pred.view(-1)``
         if isinstance(expr, cst.Name):
             expr = only_assigned_value(self.metadata, expr)
         return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
-            and (self._unplaced_object(expr.func) or self._pinned_to_cpu(expr.func))
+            and (self._unplaced_object(expr.func) or self._pinned_to_cpu(expr.func) or self._rebound_unplaced(expr.func))
+
+    def _rebound_unplaced(self, use: cst.Name) -> bool:
+        """``import model`` then ``model = getattr(model, name)(adj)``: the binding that reaches ``use``
+        is a call devmod cannot see, and nothing moves the name anywhere."""
+        targets = [b.node for b in scope_bindings(self.metadata[ScopeProvider].get(use), use.value)
+                   if isinstance(b.node, cst.Name)]
+        reaching = dominating_binding_above(self.metadata, use, targets) if targets else None
+        statement = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(reaching)) \
+            if reaching is not None else None
+        if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
+                and isinstance(statement.value.func, cst.Call)):
+            return False  # only ``getattr(module, name)(...)``-like calls of a computed callee
+        return not any(moves_itself_somewhere(self.metadata, u) for u in uses_of(self.metadata, use))
 
     def _called_before_its_move(self, use: cst.Name) -> bool:
         """``net = nn.Linear(4, 3); net(torch.randn(2, 4)); net = net.cuda()``: the model runs once on
@@ -907,6 +923,8 @@ class FactoryDevice(Rule):
             if unmoved and moved_in_chain(self.metadata, use):
                 continue
             top = chain_top(self.metadata, use)
+            while isinstance(parents.get(top), cst.Subscript) and parents[top].value is top:
+                top = chain_top(self.metadata, parents[top])  # ``img = imgs[0]``, ``net(x[0])``: the same data
             while isinstance(parents.get(top), (cst.BinaryOperation, cst.UnaryOperation)) or (
                     in_literals and isinstance(parents.get(top), (cst.Element, cst.DictElement))
                     and parents[top].value is top):

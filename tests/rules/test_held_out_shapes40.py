@@ -276,3 +276,54 @@ def test_a_cuda_call_in_a_layer_subclass_says_it_is_a_layer():
     """)
     [finding] = unfixed
     assert "a subclass of the layer `nn.Conv2d`" in finding.message
+
+
+def test_an_image_picked_from_a_buffer_and_a_byte_mask_handed_with_the_device_stay(tmp_path: Path):
+    # The notebook's own spelling: ``img = all_imgs[0]`` (a row of the buffer) and ``mask = torch.zeros(
+    # (32, 32)).byte()``, both handed to ``inpaint(model, img, mask, device)`` inside a loop.
+    reports = project_reports(tmp_path, {"fill.py": """\
+        import torch
+
+
+        def restore(net, img, holes, device):
+            out = net(img.unsqueeze(0).to(device)).detach().cpu()[0]
+            out[holes.bool()] = img[holes.bool()]
+            return out
+    """, "show.py": """\
+        import numpy as np
+        import torch
+        from fill import restore
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        net = torch.nn.Linear(5, 5).to(device)
+        imgs = torch.zeros(2, 5)
+        for i in range(2):
+            imgs[i] = torch.Tensor(np.random.rand(5))
+        img = imgs[0]
+        holes = torch.zeros(5).byte()
+        holes[:2] = 1
+        print(img * holes.float())
+        for i in range(3):
+            print(restore(net, img, holes, device))
+    """})
+    assert "device=device" not in reports["show.py"].diff
+
+
+def test_a_loss_over_a_view_of_the_output_of_a_model_rebinding_its_module_keeps_its_weight():
+    # vgae_pytorch's spelling: ``import model`` then ``model = getattr(model, args.model)(adj)``, and
+    # ``F.binary_cross_entropy(A_pred.view(-1), target, weight=weight_tensor)``.
+    output, _ = run("""\
+        import torch
+        import torch.nn.functional as F
+        import zoo as model
+
+        feats = torch.randn(6, 4)
+        target = torch.rand(6)
+        weight_tensor = torch.ones(6)
+        model = getattr(model, "Scorer")(4)
+        for epoch in range(2):
+            pred = model(feats)
+            loss = F.binary_cross_entropy(pred.view(-1), target, weight=weight_tensor)
+            loss.backward()
+    """)
+    assert "device=" not in output

@@ -571,8 +571,9 @@ class DeviceLookup:
             layer = next((code_of(b.value) for b in klass.bases if code_of(b.value).startswith(("nn.", "torch.nn."))),
                          None) if klass is not None else None
             if layer is not None:  # ``class GatedConv(nn.Conv2d)``: a layer, which devmod does not read as a model
-                return (f"this runs in {owner}, a subclass of the layer `{layer}`, where devmod places nothing; use "
-                        "the device of a tensor it works on (e.g. `x.device`) or of the layer's own weight")
+                return (f"this runs in {owner}, a subclass of the torch.nn class `{layer}` that devmod does not read "
+                        "as a model, and devmod places nothing there; use the device of a tensor it works on (e.g. "
+                        "`x.device`) or of the module's own parameters or buffers")
             return (f"this runs in {owner}, which is neither a model nor driver code, and devmod places nothing "
                     "there; use the device of a tensor it works on (e.g. `x.device`) or a device the object holds")
         return "devmod has no device for this place; pass a device in explicitly"

@@ -284,6 +284,8 @@ def _tensor_made_at_construction(metadata: Mapping, facts: ClassFacts, klass: cs
 
 # Why a model handed to another file's training loop (or trainer class) stays.
 _LOOP_ELSEWHERE = "a loop in another file whose batches devmod does not move"
+# Torch functions that run a model on the example inputs they are given.
+_TRACERS = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.onnx.export", "torch.export.export"})
 # Builtins that look at a model without running it.
 _READ_ONLY_BUILTINS = _HARMLESS_CALLS | {"isinstance", "type", "id", "hasattr", "getattr", "setattr", "vars", "dir"}
 
@@ -613,6 +615,8 @@ def gets_parts_later(metadata: Mapping, facts: ClassFacts, uses: list[cst.CSTNod
                     isinstance(statement.value, cst.Name) and statement.value.value in ("True", "False")
                     or isinstance(statement.value, (cst.Integer, cst.Float, cst.SimpleString))):
                 continue  # ``net.training = True``: a flag, not a part
+            if isinstance(node, cst.Attribute) and node.attr.value.isupper():
+                continue  # ``segmentor.CLASSES = meta["CLASSES"]``: a constant the model carries, not a part
             if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
                     and builds_model(metadata, statement.value, facts)):
                 return True
@@ -734,7 +738,7 @@ class _GroupFinder:
         self.inline: dict[int, cst.BaseExpression] = {}
         self.foreign: list[str] = []
         self.handed_away: list[str] = []
-        self.managed = False  # handed to an object of the file that places what it runs itself
+        self.managed = False  # handed to an object of the file that places what it runs itself, or to a tracer
         found: dict[int, HeldOut] = {}
         for call in self._calls(target):
             for arg in call.args:
@@ -810,6 +814,8 @@ class _GroupFinder:
             calls.append(parent)
         elif handed and isinstance(parent, cst.Element):
             self._handed_in_a_list(parent)
+        elif handed and isinstance(parent, cst.Arg) and not parent.star and self._traced_in_a_callee(node, parent):
+            self.managed = True  # an export tool's own inputs: the whole pipeline stays as written
         elif handed and isinstance(parent, cst.Arg) and not parent.star and self._library_object_run(parent):
             call = self.parents.get(parent)
             self.handed_away.append(f"it is handed to `{dotted(call.func)}` (line {line_of(self.metadata, call)}), "  # type: ignore[union-attr]
@@ -844,6 +850,15 @@ class _GroupFinder:
                     # handed on from there too: ``def visualize(model): Explainer(model)(x)``
                     for access in getattr(param, "references", ()):
                         self._call_of(access.node, calls, handed=True)
+
+    def _traced_in_a_callee(self, node: cst.CSTNode, arg: cst.Arg) -> bool:
+        """``def export(model, shape): imgs = make_inputs(shape); torch.jit.trace(model, imgs)`` with the
+        model handed in: the tracer runs it on inputs made there, which no rewrite of the caller moves."""
+        call = self.parents.get(arg)
+        if not (isinstance(call, cst.Call) and qualified_names(self.metadata, call.func) & _TRACERS
+                and isinstance(node, cst.Name)):
+            return False
+        return any(isinstance(b.node, cst.Param) for b in scope_bindings(self.metadata[ScopeProvider].get(node), node.value))
 
     def _library_object_run(self, arg: cst.Arg) -> bool:
         """``dff = DeepFeatureFactorization(model=model, ...)`` then ``dff(input_tensor)``: an object of

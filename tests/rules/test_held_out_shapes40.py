@@ -257,7 +257,7 @@ def test_a_mode_flag_set_on_a_model_is_no_new_part(tmp_path: Path):
     assert [f.code for f in reports["demo.py"].findings if not f.fixed] == []
 
 
-def test_a_cuda_call_in_a_layer_subclass_says_it_is_a_layer():
+def test_a_cuda_call_in_a_layer_subclass_says_what_it_subclasses():
     # vae-lagging-encoder's MaskedConv2d(nn.Conv2d): the true DM103 report called it "neither a model nor
     # driver code".
     _, unfixed = run("""\
@@ -275,7 +275,7 @@ def test_a_cuda_call_in_a_layer_subclass_says_it_is_a_layer():
                 return super().forward(x)
     """)
     [finding] = unfixed
-    assert "a subclass of the layer `nn.Conv2d`" in finding.message
+    assert "a subclass of the torch.nn class `nn.Conv2d`" in finding.message
 
 
 def test_an_image_picked_from_a_buffer_and_a_byte_mask_handed_with_the_device_stay(tmp_path: Path):
@@ -327,3 +327,45 @@ def test_a_loss_over_a_view_of_the_output_of_a_model_rebinding_its_module_keeps_
             loss.backward()
     """)
     assert "device=" not in output
+
+
+def test_a_model_handed_to_a_function_that_traces_it_on_its_own_inputs_stays(tmp_path: Path):
+    # poolformer's pytorch2torchscript.py (regression of this run's fixes): once ``_convert_batchnorm`` was
+    # read as a model factory, ``segmentor`` got ``.to(device)`` while ``pytorch2libtorch(segmentor, shape)``
+    # traced it on CPU inputs it builds itself (``torch.FloatTensor(imgs)``).
+    reports = project_reports(tmp_path, {"export.py": """\
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        from builders import build_net
+
+
+        def swap_norms(module):
+            out = module
+            if isinstance(module, nn.SyncBatchNorm):
+                out = nn.BatchNorm2d(module.num_features)
+            for name, child in module.named_children():
+                out.add_module(name, swap_norms(child))
+            return out
+
+
+        def to_torchscript(model, shape):
+            imgs = torch.FloatTensor(np.random.rand(*shape))
+            traced = torch.jit.trace(model, example_inputs=imgs)
+            traced.save("net.pt")
+
+
+        if __name__ == "__main__":
+            net = build_net()
+            net = swap_norms(net)
+            net.CLASSES = ("a", "b")
+            to_torchscript(net, (1, 4))
+    """, "builders.py": """\
+        import torch.nn as nn
+
+
+        def build_net():
+            return nn.Linear(4, 2)
+    """})
+    assert not reports["export.py"].diff
+    assert [f.code for f in reports["export.py"].findings if not f.fixed] == []

@@ -554,7 +554,7 @@ class DeviceLookup:
                     and self._called_before_moved(klass, method):
                 return (f"the file calls the model method `{name}` before it moves the model, so the model's "
                         "parameters are no guide to the device there; pass the device in")
-            if method is not None and _moves_its_parameters(method):
+            if method is not None and _moves_its_parameters(method, but=_instance_parameter(method)):
                 return (f"the model method `{name}` moves its own inputs to the GPU, so they may arrive on the CPU "
                         "and carry no device to follow; pass the device in, or use the device of the model's "
                         "parameters")  # robustness's attacker: ``orig_input = orig_input.cuda()``
@@ -708,12 +708,12 @@ def _given_other_strings(function: cst.FunctionDef, name: str) -> bool:
     return False
 
 
-def _moves_its_parameters(function: cst.FunctionDef) -> bool:
+def _moves_its_parameters(function: cst.FunctionDef, but: str | None = None) -> bool:
     """``label_map.cuda()`` on a parameter (pix2pixHD's ``encode_input``): the method moves its
     inputs to the GPU, so they arrive on the CPU and carry no device to follow. (``kernel.to(
-    x.device)`` follows another input: that one does carry it.)"""
+    x.device)`` follows another input: that one does carry it.) ``but``: a parameter not to count."""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
-                                     *function.params.kwonly_params)}
+                                     *function.params.kwonly_params)} - {but}
     return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "cuda"
                and isinstance(n.func.value, cst.Name) and n.func.value.value in params for n in walk(function.body))
 

@@ -814,6 +814,8 @@ class _GroupFinder:
             calls.append(parent)
         elif handed and isinstance(parent, cst.Element):
             self._handed_in_a_list(parent)
+        elif handed and isinstance(parent, cst.Arg) and not parent.star and self._object_told_the_device(parent):
+            self.managed = True  # ``Trainer(device, net, opt)``: the object is told the device and places what it runs
         elif handed and isinstance(parent, cst.Arg) and not parent.star and self._traced_in_a_callee(node, parent):
             self.managed = True  # an export tool's own inputs: the whole pipeline stays as written
         elif handed and isinstance(parent, cst.Arg) and not parent.star and self._library_object_run(parent):
@@ -850,6 +852,20 @@ class _GroupFinder:
                     # handed on from there too: ``def visualize(model): Explainer(model)(x)``
                     for access in getattr(param, "references", ()):
                         self._call_of(access.node, calls, handed=True)
+
+    def _object_told_the_device(self, arg: cst.Arg) -> bool:
+        """``NeuralProcessTrainer(device, neuralprocess, optimizer)``: a class that is no model, built with the
+        model and the device, decides itself what goes where (neural-processes moves image batches only)."""
+        call = self.parents.get(arg)
+        if not isinstance(call, cst.Call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return False
+        name = dotted(call.func) or ""
+        if not name.rsplit(".", 1)[-1][:1].isupper() or name in self.facts.model_classes \
+                or any(q.startswith("torch.") for q in qualified_names(self.metadata, call.func)):
+            return False
+        return any(a is not arg and (a.keyword is not None and a.keyword.value == "device"
+                                     or isinstance(a.value, cst.Name) and a.value.value in DEVICE_LIKE_NAMES)
+                   for a in call.args)
 
     def _traced_in_a_callee(self, node: cst.CSTNode, arg: cst.Arg) -> bool:
         """``def export(model, shape): imgs = make_inputs(shape); torch.jit.trace(model, imgs)`` with the

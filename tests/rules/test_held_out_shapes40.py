@@ -369,3 +369,41 @@ def test_a_model_handed_to_a_function_that_traces_it_on_its_own_inputs_stays(tmp
     """})
     assert not reports["export.py"].diff
     assert [f.code for f in reports["export.py"].findings if not f.fixed] == []
+
+
+def test_a_model_handed_with_the_device_to_a_trainer_class_of_the_project_stays(tmp_path: Path):
+    # neural-processes example-1d.ipynb on a real GPU (H100): with the flag no longer read as a new part, the
+    # model got ``.to(device)``, but ``NeuralProcessTrainer(device, neuralprocess, optimizer)`` moves only image
+    # batches: its sine batches stayed on the CPU and training failed.
+    reports = project_reports(tmp_path, {"coaching.py": """\
+        import torch
+
+
+        class Coach:
+            def __init__(self, device, net, opt, images=False):
+                self.device, self.net, self.opt, self.images = device, net, opt, images
+
+            def fit(self, loader, epochs):
+                for _ in range(epochs):
+                    for xb, yb in loader:
+                        if self.images:
+                            xb, yb = xb.to(self.device), yb.to(self.device)
+                        loss = (self.net(xb) - yb).pow(2).mean()
+                        self.opt.zero_grad()
+                        loss.backward()
+                        self.opt.step()
+    """, "notebook_cells.py": """\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        from coaching import Coach
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        net = torch.nn.Linear(1, 1)
+        data = TensorDataset(torch.randn(8, 1), torch.randn(8, 1))
+        coach = Coach(device, net, torch.optim.Adam(net.parameters(), lr=1e-3))
+        net.training = True
+        coach.fit(DataLoader(data, batch_size=4), 2)
+        print(net(torch.randn(3, 1)).shape)
+    """})
+    assert ".to(device)" not in reports["notebook_cells.py"].diff
+    assert [f.code for f in reports["notebook_cells.py"].findings if not f.fixed] == []

@@ -9,6 +9,18 @@ from pathlib import Path
 from all_rules_support import project_reports, run
 
 
+# neural-processes' ``inpaint``: moves the image itself, and indexes its CPU result with the mask.
+_RESTORE_ON_THE_HOST = """\
+    import torch
+
+
+    def restore(net, img, holes, device):
+        out = net(img.unsqueeze(0).to(device)).detach().cpu()[0]
+        out[holes.bool()] = img[holes.bool()]
+        return out
+"""
+
+
 def test_a_model_run_once_on_the_cpu_before_the_line_that_moves_it_keeps_that_input_on_the_cpu():
     # run 39 (call_before_move): ``net(torch.randn(2, 4))`` probes the model on the CPU, then ``net =
     # net.cuda()``; ``device=`` on the probe's input sent it to the GPU while the model was still on the CPU.
@@ -181,15 +193,7 @@ def test_a_bare_cuda_below_set_device_is_left_to_the_rank_it_chose():
 def test_tensors_handed_to_a_helper_with_the_device_stay_where_the_author_made_them(tmp_path: Path):
     # neural-processes example-img.ipynb: ``inpaint(model, img, mask, device)`` moves the image itself and
     # indexes its CPU result with the mask; the image buffer and the mask got ``device=device``.
-    reports = project_reports(tmp_path, {"fill.py": """\
-        import torch
-
-
-        def restore(net, img, holes, device):
-            out = net(img.unsqueeze(0).to(device)).detach().cpu()[0]
-            out[holes] = img[holes]
-            return out
-    """, "show.py": """\
+    reports = project_reports(tmp_path, {"fill.py": _RESTORE_ON_THE_HOST, "show.py": """\
         import numpy as np
         import torch
         from fill import restore
@@ -204,6 +208,13 @@ def test_tensors_handed_to_a_helper_with_the_device_stay_where_the_author_made_t
         print(restore(net, imgs[0], holes, device))
         speckle = torch.Tensor(5).uniform_() > 0.8
         print(imgs[1] * speckle.float())
+        # the notebook's own spelling: a row picked into a name, a ``.byte()`` mask, the call in a loop
+        img = imgs[1]
+        gaps = torch.zeros(5).byte()
+        gaps[:2] = 1
+        print(img * gaps.float())
+        for i in range(3):
+            print(restore(net, img, gaps, device))
     """})
     assert "device=device" not in reports["show.py"].diff
 
@@ -277,36 +288,6 @@ def test_a_cuda_call_in_a_layer_subclass_says_what_it_subclasses():
     [finding] = unfixed
     assert "a subclass of the torch.nn class `nn.Conv2d`" in finding.message
 
-
-def test_an_image_picked_from_a_buffer_and_a_byte_mask_handed_with_the_device_stay(tmp_path: Path):
-    # The notebook's own spelling: ``img = all_imgs[0]`` (a row of the buffer) and ``mask = torch.zeros(
-    # (32, 32)).byte()``, both handed to ``inpaint(model, img, mask, device)`` inside a loop.
-    reports = project_reports(tmp_path, {"fill.py": """\
-        import torch
-
-
-        def restore(net, img, holes, device):
-            out = net(img.unsqueeze(0).to(device)).detach().cpu()[0]
-            out[holes.bool()] = img[holes.bool()]
-            return out
-    """, "show.py": """\
-        import numpy as np
-        import torch
-        from fill import restore
-
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        net = torch.nn.Linear(5, 5).to(device)
-        imgs = torch.zeros(2, 5)
-        for i in range(2):
-            imgs[i] = torch.Tensor(np.random.rand(5))
-        img = imgs[0]
-        holes = torch.zeros(5).byte()
-        holes[:2] = 1
-        print(img * holes.float())
-        for i in range(3):
-            print(restore(net, img, holes, device))
-    """})
-    assert "device=device" not in reports["show.py"].diff
 
 
 def test_a_loss_over_a_view_of_the_output_of_a_model_rebinding_its_module_keeps_its_weight():

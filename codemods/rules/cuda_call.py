@@ -251,6 +251,9 @@ class CudaCall(Rule):
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
               "x = torch.ones(3).to(device)\n"),
         Valid("import torch\ntorch.cuda.manual_seed(0)\nn = torch.cuda.device_count()\n"),
+        # A bare ``.cuda()`` below ``set_device``: the GPU this process chose (a per-rank DDP set-up).
+        Valid("import torch\n\ndef setup(rank, net):\n    dev = torch.device('cuda:0')\n"
+              "    torch.cuda.set_device(rank)\n    net.cuda()\n    return net, dev\n"),
     ]
     INVALID = [
         Invalid(

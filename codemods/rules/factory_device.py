@@ -1123,6 +1123,15 @@ def step(model, device, h=torch.zeros(3)):
     cpu = torch.ones(4).to("cpu")
     return model(noise, h, half, cpu)
 '''),
+        # Handed with the device to a function of the user's, which places what it needs itself.
+        Valid('''import torch
+from helpers import restore
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+net = torch.nn.Linear(4, 4).to(device)
+holes = torch.zeros(4).bool()
+print(restore(net, torch.ones(4), holes, device))
+'''),
     ]
     INVALID = [
         # The model moves, so its inputs built the old way move with it: a legacy constructor, a

@@ -135,8 +135,11 @@ class SharedDevice(Rule):
             if not movable(keep, module) or not pure(keep.assign.value, self.torch_alias) or anchor is None:
                 self.report(body[first_use], f"`{name}` is used before it is defined")
                 return
-            # The comments on and above the definition move with it (a notebook cell's marker stays).
+            # The comments right above the definition move with it; a notebook cell's marker, and a section
+            # header set off by a blank line (``## Score ##``), stay where they are.
             stay, move = split_at_cell_marker(keep.statement.leading_lines)
+            blank = max((i for i, line in enumerate(move) if line.comment is None), default=-1)
+            stay, move = [*stay, *move[:blank + 1]], move[blank + 1:]
             if stay:
                 self._left[keep.statement] = stay
             moved = keep.statement.with_changes(

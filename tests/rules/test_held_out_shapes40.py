@@ -388,3 +388,33 @@ def test_a_model_handed_with_the_device_to_a_trainer_class_of_the_project_stays(
     """})
     assert ".to(device)" not in reports["notebook_cells.py"].diff
     assert [f.code for f in reports["notebook_cells.py"].findings if not f.fixed] == []
+
+
+# -- the 41st run (first pass on 5b3eef5) -------------------------------------------------------------
+
+
+def test_a_section_header_above_the_device_stays_when_the_device_moves_up():
+    # BERT-pytorch-style evaluation script (run 41, A): ``device = ...`` under a ``## Score ##`` banner, used
+    # above it by a load; the banner moved to the top of the file with the definition.
+    output, _ = run("""\
+        import torch
+        import torch.nn as nn
+
+        ###########
+        ## Build ##
+        ###########
+
+        net = nn.Linear(4, 2)
+        net.load_state_dict(torch.load("weights.pt"))
+
+        ############
+        ## Score ##
+        ############
+
+        # the GPU when there is one
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        net = net.to(device)
+        print(net(torch.ones(1, 4, device=device)))
+    """)
+    assert "############\n## Score ##\n############\n\nnet = net.to(device)" in output
+    assert output.index("# the GPU when there is one") < output.index("## Build ##")

@@ -918,8 +918,8 @@ class ProjectIndex:
         return found
 
     def _exported(self, module: str) -> Iterable[tuple[_Summary, str]]:
-        """What ``module`` defines, then what it re-exports one level down
-        (``from .blocks import *`` in a package's ``__init__``)."""
+        """What ``module`` defines, then what it re-exports one level down (``from .blocks import *``
+        or ``from pkg.density import Density`` in a package's ``__init__``)."""
         for target in self._resolve(module):
             for name in (*target.functions, *target.class_bases):
                 yield target, name
@@ -927,6 +927,11 @@ class ProjectIndex:
                 for deeper in self._resolve(inner):
                     for name in (*deeper.functions, *deeper.class_bases):
                         yield deeper, name
+            for local, (inner, name) in target.from_names.items():
+                if local == name:  # (a renamed re-export would need its new name carried along)
+                    for deeper in self._resolve(inner):
+                        if deeper is not target and (name in deeper.functions or name in deeper.class_bases):
+                            yield deeper, name
 
     # -- models ----------------------------------------------------------------------------------
     def _models(self) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:

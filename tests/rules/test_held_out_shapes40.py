@@ -418,3 +418,47 @@ def test_a_section_header_above_the_device_stays_when_the_device_moves_up():
     """)
     assert "############\n## Score ##\n############\n\nnet = net.to(device)" in output
     assert output.index("# the GPU when there is one") < output.index("## Build ##")
+
+
+def test_a_model_class_a_package_re_exports_by_name_is_a_model(tmp_path: Path):
+    # survae_flows' examples (run 41, A): ``from survae.flows import Flow`` where the package's ``__init__``
+    # says ``from survae.flows.flow import Flow``: the model was unseen, so only DM203 "move the batch by hand"
+    # was printed, which alone would break the script; a model of the file's own gets the group's DM202 too.
+    reports = project_reports(tmp_path, {"kit/__init__.py": "from kit.density import Density, Points\n",
+                                         "kit/density.py": """\
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import Dataset
+
+
+        class Points(Dataset):
+            def __init__(self, n):
+                self.data = torch.rand(n, 2)
+
+            def __getitem__(self, i):
+                return self.data[i]
+
+            def __len__(self):
+                return len(self.data)
+
+
+        class Density(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(2, 2)
+
+            def log_prob(self, x):
+                return -(self.net(x) ** 2).sum(-1)
+    """, "fit.py": """\
+        import torch
+        from torch.utils.data import DataLoader
+        from kit import Density, Points
+
+        loader = DataLoader(Points(64), batch_size=8)
+        model = Density()
+        opt = torch.optim.Adam(model.parameters())
+        for i, x in enumerate(loader):
+            loss = -model.log_prob(x).mean()
+            loss.backward()
+    """})
+    assert sorted(f.code for f in reports["fit.py"].findings if not f.fixed) == ["DM202", "DM203"]

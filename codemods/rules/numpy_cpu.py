@@ -97,6 +97,7 @@ class NumpyCpu(Rule):
             return updated  # beside a model whose group stays on the CPU (DM202): so does what it plots
         count = _PLOT_DATA_ARGUMENTS[original.func.attr.value]  # type: ignore[attr-defined]
         data = [i for i, a in enumerate(original.args[:count]) if a.keyword is None
+                and not _made_host(a.value)  # ``img.data.numpy()``: an array (its ``.cpu()`` is the other fix's)
                 and self._plotted_tensor(a.value) and self._from_a_model(a.value)
                 and not _on_cpu_already(self.metadata, a.value)
                 and not self._fed_cpu_tensors(a.value)]
@@ -322,6 +323,12 @@ class NumpyCpu(Rule):
             "import torch\nimport matplotlib.pyplot as plt\nwave = torch.linspace(-1, 1, 9).cuda()\nplt.plot(wave.cpu(), (wave ** 2).cpu())\n",
         ),
     ]
+
+
+def _made_host(value: cst.BaseExpression) -> bool:
+    """``t.numpy()``, ``t.tolist()``, ``t.item()``: a NumPy array or Python data, no tensor."""
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+        and value.func.attr.value in ("numpy", "tolist", "item")
 
 
 def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int = 0) -> bool:

@@ -462,3 +462,22 @@ def test_a_model_class_a_package_re_exports_by_name_is_a_model(tmp_path: Path):
             loss.backward()
     """})
     assert sorted(f.code for f in reports["fit.py"].findings if not f.fixed) == ["DM202", "DM203"]
+
+
+def test_a_plotted_model_output_converted_with_numpy_gets_one_cpu_before_numpy():
+    # semi-supervised-pytorch's notebook (found regressing the re-export fix): ``ax.imshow(samples[i].view(64,
+    # 64).data.numpy())`` of a model's samples got DM303's ``.cpu()`` before ``.numpy()`` and the plot fix's
+    # ``.cpu()`` after it: ``.numpy().cpu()``, an AttributeError on the array.
+    output, _ = run("""\
+        import torch
+        import torch.nn as nn
+        import matplotlib.pyplot as plt
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = nn.Linear(4, 16).to(device)
+        samples = model(torch.rand(3, 4, device=device))
+        f, axes = plt.subplots(1, 3)
+        for i, ax in enumerate(axes.flat):
+            ax.imshow(samples[i].view(4, 4).data.numpy())
+    """)
+    assert "ax.imshow(samples[i].view(4, 4).data.cpu().numpy())" in output

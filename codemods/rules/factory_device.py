@@ -485,6 +485,10 @@ class FactoryDevice(Rule):
             elif isinstance(operation, cst.Arg) and isinstance(parents.get(operation), cst.Call):
                 # ``criterion(Y_pred, Y)`` with ``Y`` kept on the CPU (read with ``Y.item()``)
                 others = [a.value for a in parents.get(operation).args if a is not operation]
+            elif isinstance(operation, cst.Element) and isinstance(parents.get(operation), (cst.Tuple, cst.List)) \
+                    and self._joined_by_torch(parents.get(operation)):
+                # ``out = torch.cat((out, torch.linspace(a, b, n)), 0)`` over ``out = torch.Tensor()``
+                others = [e.value for e in parents.get(operation).elements if e is not operation]
             else:
                 continue
             for other in others:
@@ -493,6 +497,14 @@ class FactoryDevice(Rule):
                         or self._on_the_host(other):
                     return True
         return False
+
+    def _joined_by_torch(self, sequence: cst.BaseExpression) -> bool:
+        """``torch.cat((a, b))`` / ``torch.stack([a, b])``: a torch function joins the tensors of the
+        sequence, which must share one device."""
+        arg = self.metadata[ParentNodeProvider].get(sequence)
+        call = self.metadata[ParentNodeProvider].get(arg) if isinstance(arg, cst.Arg) else None
+        return isinstance(call, cst.Call) and any(q.startswith("torch.")
+                                                   for q in qualified_names(self.metadata, call.func))
 
     def _on_the_host(self, expr: cst.BaseExpression) -> bool:
         """``y.squeeze(0).cpu().data``, or a batch of a loader loop that feeds no model and moves
@@ -612,10 +624,25 @@ class FactoryDevice(Rule):
         if isinstance(root, cst.Call):
             return root if self._host_tensor_maker(root) else None
         if isinstance(root, cst.Name) and depth < 2:
-            value = only_assigned_value(self.metadata, root)
+            value = only_assigned_value(self.metadata, root) or self._dominating_value(root)
             if value is not None:
                 return self._host_root(value, depth + 1)
         return None
+
+    def _dominating_value(self, use: cst.Name) -> cst.BaseExpression | None:
+        """The value of the binding of ``use`` that surely runs last above it (``out = torch.Tensor()``
+        above the loop that grows ``out``)."""
+        statement = self._dominating_assign(use)
+        return statement.value if statement is not None and len(statement.targets) == 1 else None
+
+    def _dominating_assign(self, use: cst.Name) -> cst.Assign | None:
+        """The assignment whose binding of ``use``'s name surely runs last above it (``dominating_binding_above``)."""
+        targets = [b.node for b in scope_bindings(self.metadata[ScopeProvider].get(use), use.value)
+                   if isinstance(b.node, cst.Name)]
+        reaching = dominating_binding_above(self.metadata, use, targets) if targets else None
+        parents = self.metadata[ParentNodeProvider]
+        statement = parents.get(parents.get(reaching)) if reaching is not None else None
+        return statement if isinstance(statement, cst.Assign) else None
 
     def _filled_maker(self, call: cst.Call) -> cst.Call | None:
         """The host tensor maker under a chain of in-place fills ending at ``call``, if any."""
@@ -759,12 +786,8 @@ class FactoryDevice(Rule):
     def _rebound_unplaced(self, use: cst.Name) -> bool:
         """``import model`` then ``model = getattr(model, name)(adj)``: the binding that reaches ``use``
         is a call devmod cannot see, and nothing moves the name anywhere."""
-        targets = [b.node for b in scope_bindings(self.metadata[ScopeProvider].get(use), use.value)
-                   if isinstance(b.node, cst.Name)]
-        reaching = dominating_binding_above(self.metadata, use, targets) if targets else None
-        statement = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(reaching)) \
-            if reaching is not None else None
-        if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
+        statement = self._dominating_assign(use)
+        if not (statement is not None and isinstance(statement.value, cst.Call)
                 and isinstance(statement.value.func, cst.Call)):
             return False  # only ``getattr(module, name)(...)``-like calls of a computed callee
         return not any(moves_itself_somewhere(self.metadata, u) for u in uses_of(self.metadata, use))
@@ -772,19 +795,16 @@ class FactoryDevice(Rule):
     def _called_before_its_move(self, use: cst.Name) -> bool:
         """``net = nn.Linear(4, 3); net(torch.randn(2, 4)); net = net.cuda()``: the model runs once on
         the CPU before the line that moves it, so that call's inputs stay on the CPU too."""
-        bindings = [b.node for b in scope_bindings(self.metadata[ScopeProvider].get(use), use.value)]
-        if not all(isinstance(b, cst.Name) for b in bindings):
-            return False
-        reaching = dominating_binding_above(self.metadata, use, bindings)  # type: ignore[arg-type]
-        statement = self.metadata[ParentNodeProvider].get(self.metadata[ParentNodeProvider].get(reaching)) \
-            if reaching is not None else None
-        if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)
+        if not all(isinstance(b.node, cst.Name) for b in scope_bindings(self.metadata[ScopeProvider].get(use), use.value)):
+            return False  # (also bound by an import, a def or a loop: no straight line to follow)
+        statement = self._dominating_assign(use)
+        if not (statement is not None and isinstance(statement.value, cst.Call)
                 and builds_model(self.metadata, statement.value, self.facts)
                 and not moved_in_chain(self.metadata, statement.value)):
             return False
         line = line_of(self.metadata, use)
         loops = {id(a) for a in ancestors(self.metadata, use) if isinstance(a, (cst.For, cst.While))}
-        moves = [m for m in uses_of(self.metadata, reaching) if moves_itself_somewhere(self.metadata, m)]
+        moves = [m for m in uses_of(self.metadata, use) if moves_itself_somewhere(self.metadata, m)]
         return bool(moves) and all(line_of(self.metadata, m) > line and not any(
             id(a) in loops for a in ancestors(self.metadata, m)) for m in moves)
 

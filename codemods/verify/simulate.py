@@ -187,8 +187,10 @@ class SimulatedCuda(TorchFunctionMode):
             collect_tensors(kwargs, inputs)
         if constructor:
             # torch.tensor([...]) reads values, so tensors inside it don't decide the device;
-            # torch.tensor(t) / as_tensor(t) copy t and stay where it is.
-            common = self.table.of(args[0]) if args and isinstance(args[0], torch.Tensor) else CPU
+            # torch.tensor(t) / as_tensor(t) copy t and stay where it is. linspace / arange / full
+            # read a tensor argument as a number (``.item()``) and build on the default device.
+            common = self.table.of(args[0]) if args and isinstance(args[0], torch.Tensor) \
+                and getattr(func, "__name__", "") in _COPYING_CONSTRUCTORS else CPU
         else:
             if in_place(func) and args and isinstance(args[0], torch.Tensor):
                 outputs = args[0] if outputs is None else (args[0], outputs)
@@ -379,6 +381,10 @@ _ACTIVE: list[SimulatedCuda] = []
 
 
 _CONSTRUCTORS: frozenset | None = None
+# Constructors whose first argument is the data itself: a tensor given there keeps its device.
+_COPYING_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "asarray", "nested_tensor", "sparse_coo_tensor",
+                                   "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor",
+                                   "sparse_bsc_tensor", "sparse_compressed_tensor"})
 
 
 def constructors() -> frozenset:

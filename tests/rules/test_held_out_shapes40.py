@@ -481,3 +481,22 @@ def test_a_plotted_model_output_converted_with_numpy_gets_one_cpu_before_numpy()
             ax.imshow(samples[i].view(4, 4).data.numpy())
     """)
     assert "ax.imshow(samples[i].view(4, 4).data.cpu().numpy())" in output
+
+
+# -- the 42nd run (first pass on 7ad9eef) -------------------------------------------------------------
+
+
+def test_a_ramp_joined_onto_an_empty_host_accumulator_stays_on_the_host():
+    # latent_ode's linspace_vector: ``res = torch.Tensor()`` then, in a loop, ``res = torch.cat((res,
+    # torch.linspace(start[i], end[i], n)), 0)``; ``device=start.device`` on the ramp met the CPU accumulator.
+    output, _ = run("""\
+        import torch
+
+
+        def ramps(lo, hi, steps):
+            out = torch.Tensor()
+            for k in range(lo.size(0)):
+                out = torch.cat((out, torch.linspace(lo[k], hi[k], steps)), 0)
+            return out.reshape(lo.size(0), steps).t()
+    """)
+    assert "torch.linspace(lo[k], hi[k], steps))" in output

@@ -479,8 +479,10 @@ def test_a_plotted_model_output_converted_with_numpy_gets_one_cpu_before_numpy()
         f, axes = plt.subplots(1, 3)
         for i, ax in enumerate(axes.flat):
             ax.imshow(samples[i].view(4, 4).data.numpy())
+        plt.plot(range(16), samples.data.numpy()[0])
     """)
     assert "ax.imshow(samples[i].view(4, 4).data.cpu().numpy())" in output
+    assert "plt.plot(range(16), samples.data.cpu().numpy()[0])" in output
 
 
 # -- the 42nd run (first pass on 7ad9eef) -------------------------------------------------------------

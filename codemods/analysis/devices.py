@@ -71,6 +71,14 @@ def hardcoded_cuda(metadata: Mapping, node: cst.CSTNode) -> bool:
     return False
 
 
+def hands_a_device(call: cst.Call, names: frozenset[str] = DEVICE_LIKE_NAMES, but: cst.Arg | None = None) -> bool:
+    """``Trainer(device, net, opt)``, ``restore(net, img, mask, dev)``, ``f(x, device=d)``: one of the
+    call's arguments (other than ``but``) is a device, by keyword or by a device-like variable name."""
+    return any(arg is not but and (arg.keyword is not None and arg.keyword.value == "device"
+                                   or isinstance(arg.value, cst.Name) and arg.value.value in names)
+               for arg in call.args)
+
+
 def is_device_definition(metadata: Mapping, name: str, value: cst.BaseExpression) -> bool:
     """Does ``name = value`` define a device? Shapes seen in real code, any variable name."""
     if is_torch_device_call(metadata, value):

@@ -28,7 +28,7 @@ from typing import Callable, Mapping
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from .devices import DEVICE_LIKE_NAMES, construction_methods
+from .devices import DEVICE_LIKE_NAMES, construction_methods, hands_a_device
 from .loops import batch_plan, find_loader, moved_in, packs_sequences
 from .pinned import pinned_to_cpu
 from .names import dotted, method_call, qualified_names
@@ -863,9 +863,7 @@ class _GroupFinder:
         if not name.rsplit(".", 1)[-1][:1].isupper() or name in self.facts.model_classes \
                 or any(q.startswith("torch.") for q in qualified_names(self.metadata, call.func)):
             return False
-        return any(a is not arg and (a.keyword is not None and a.keyword.value == "device"
-                                     or isinstance(a.value, cst.Name) and a.value.value in DEVICE_LIKE_NAMES)
-                   for a in call.args)
+        return hands_a_device(call, but=arg)
 
     def _traced_in_a_callee(self, node: cst.CSTNode, arg: cst.Arg) -> bool:
         """``def export(model, shape): imgs = make_inputs(shape); torch.jit.trace(model, imgs)`` with the

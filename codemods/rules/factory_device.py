@@ -50,7 +50,7 @@ import libcst as cst
 from libcst.metadata import ComprehensionScope, GlobalScope, ParentNodeProvider, ScopeProvider
 
 from ..analysis.candidates import FileFacts, keywords, method_name
-from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, is_torch_device_call
+from ..analysis.devices import DEVICE_LIKE_NAMES, always_cpu, guessed_from_parameters, hands_a_device, is_torch_device_call
 from ..analysis.names import dotted, keyword, keyword_arg, method_call, positional, qualified_names, torch_module_alias
 from ..analysis.tree import ancestors, code_of, line_of, nodes_of, to_call, walk
 from ..analysis.guards import sets_default_device
@@ -765,10 +765,7 @@ class FactoryDevice(Rule):
             if not isinstance(callee.func, cst.Name) or is_model_callee(callee.func, self._models()) \
                     or any(q.startswith("torch.") for q in qualified_names(self.metadata, callee.func)):
                 continue
-            if any(arg.keyword is not None and arg.keyword.value == "device"
-                   or isinstance(arg.value, cst.Name) and (arg.value.value in DEVICE_LIKE_NAMES
-                                                          or arg.value.value == self.shared_name)
-                   for arg in callee.args):
+            if hands_a_device(callee, DEVICE_LIKE_NAMES | {self.shared_name}):
                 return True
         return False
 

@@ -327,12 +327,8 @@ class NumpyCpu(Rule):
 
 def _made_host(value: cst.BaseExpression) -> bool:
     """``t.numpy()``, ``t.numpy()[0]``, ``t.tolist()``, ``t.item()``: a NumPy array or Python data, no tensor."""
-    while isinstance(value, (cst.Subscript, cst.Call, cst.Attribute)):
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                and value.func.attr.value in ("numpy", "tolist", "item"):
-            return True
-        value = value.value if isinstance(value, (cst.Subscript, cst.Attribute)) else value.func
-    return False
+    return any(isinstance(link, cst.Call) and isinstance(link.func, cst.Attribute)
+               and link.func.attr.value in ("numpy", "tolist", "item") for link in _chain(value))
 
 
 def _on_cpu_already(metadata: Mapping, receiver: cst.BaseExpression, depth: int = 0) -> bool:

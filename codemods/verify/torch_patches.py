@@ -7,8 +7,8 @@ checkpoints. Every patch is undone on exit, also when the run raises."""
 from __future__ import annotations
 
 import contextlib
-import sys
 import importlib
+import sys
 from typing import Any, Callable, Iterator
 
 import torch
